@@ -204,4 +204,3 @@ def test_only_files_on_a_sync_free_padded_core_set_the_padding():
             padded_recipe.append(f.name)
     assert setting == ["llm-megatron-bridge-25.09-dgx-h100-moe.yaml"]
     assert {"llm-dgxc-benchmarking-v24.11.1-grok1-h100.yaml", "llm-dgxc-benchmarking-v25.02-grok1-h100.yaml"} <= set(padded_recipe)
-    assert moe_sync.PAD_NO_SYNC_CORE == (0, 11)

@@ -39,7 +39,6 @@ PAD_NO_SYNC = True      # capacity padding has no sync (applies); off inside the
 # only where its stated software maps to such a core (PAD_NO_SYNC_SOFTWARE, checked by tests/test_llm_moe_sync.py);
 # an earlier or unknown core keeps the sync (the dgxc Grok-1 files: NeMo 24.12 = core 0.10, and v24.11.1's unnamed
 # nemo:dev image).
-PAD_NO_SYNC_CORE = (0, 11)
 PAD_NO_SYNC_SOFTWARE = {"NeMo 25.09": "Megatron-Bridge's 25.09 container, after core_v0.11.0 (2025-03-14) by its date"}
 
 
@@ -57,7 +56,7 @@ def applies(fw, par) -> bool:
     token_dispatcher.py preprocess returns before any sync point); the host then runs ahead of the GPU through the layer
     as through a dense one. At core_v0.10.0 (7ee599a2) the dispatcher's explicit sync is also "no_sync" (L322-392) but
     moe_utils.permute (L178) and unpermute (L212) call masked_select, whose output size the host reads back: the sync
-    stays there, so files on such cores do not set the key (PAD_NO_SYNC_CORE)."""
+    stays there, so files on such cores (before core_v0.11.0) do not set the key."""
     padded = par.moe_pad_to_capacity and PAD_NO_SYNC
     return fw.transformer_engine and fw.moe_host is None and fw.moe_sync_kernel_s > 0 and not par.moe_a2a_overlap and not padded
 
