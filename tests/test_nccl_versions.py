@@ -261,3 +261,17 @@ def test_tuner_release_is_the_stated_version_only_with_the_opt_in():
 def test_the_opt_in_study_prints_its_committed_output(capsys, what, printed):
     load_script("studies/nccl_tables_stated.py").main(what)
     assert capsys.readouterr().out == (ROOT / "studies" / printed).read_text()
+
+
+def test_the_default_tables_are_one_release_everywhere():
+    """Final read 51 item 3: the 2.28.3 default is DEFAULT_RELEASE; TABLES_DEFAULT and tree_kernel.MODEL_NCCL derive from
+    it, and the two documents below collectives/ in the import layers (machine_document, scenario_machine) keep their
+    own literal, checked here to equal it."""
+    from simcluster.collectives.nccl_versions import DEFAULT_RELEASE, TABLES_DEFAULT
+    from simcluster.collectives.tree_kernel import MODEL_NCCL
+    from simcluster.machine_document import MACHINE
+    from simcluster.scenario_machine import Machine
+
+    assert TABLES_DEFAULT == ".".join(map(str, DEFAULT_RELEASE)) and MODEL_NCCL == DEFAULT_RELEASE[:2]
+    assert MACHINE.model_fields["nccl_tables"].default == TABLES_DEFAULT
+    assert Machine.__dataclass_fields__["nccl_tables"].default == TABLES_DEFAULT

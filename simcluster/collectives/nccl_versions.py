@@ -41,7 +41,7 @@ from simcluster.errors import SimclusterError
 
 DEFAULT_RELEASE = (2, 28, 3)      # the tables every run is priced with by default; with the opt-in, a run that states
                                   # no NCCL (or one before OLDEST_KEYED)
-TABLES_DEFAULT, TABLES_STATED = "2.28.3", "stated"   # machine.nccl_tables: the default, the opt-in
+TABLES_DEFAULT, TABLES_STATED = ".".join(map(str, DEFAULT_RELEASE)), "stated"   # machine.nccl_tables: the default, the opt-in
 NCCL_TABLES = (TABLES_DEFAULT, TABLES_STATED)
 OLDEST_KEYED = (2, 23, 4)
 NEWEST_READ = (2, 30, 7)

@@ -32,10 +32,10 @@ import math
 
 from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE
 from simcluster.collectives.nccl_search import graphs
-from simcluster.collectives.nccl_versions import TABLES_DEFAULT, parse_release, tables_for
+from simcluster.collectives.nccl_versions import DEFAULT_RELEASE, TABLES_DEFAULT, parse_release, tables_for
 from simcluster.errors import SimclusterError
 
-MODEL_NCCL = (2, 28)          # the NCCL version of the model's tuner tables (nccl_constants.py)
+MODEL_NCCL = DEFAULT_RELEASE[:2]   # the NCCL version of the model's tuner tables (nccl_constants.py)
 OLDEST_NCCL = (2, 26)         # machine.nccl is read from 2.26 on (the tree ceiling's first judged tables)
 BLACKWELL_BEFORE_2_28 = (2, 27, 3)   # the default tree ceiling's release for Blackwell before 2.28 (2 x Hopper's)
 
