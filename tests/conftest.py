@@ -201,9 +201,10 @@ def registered_shapes(runs: list[dict]) -> set[tuple]:
 @pytest.fixture
 def adopt50_table_file(tmp_path, monkeypatch):
     """llm/moe_router_term.TABLE_FILE pointed at adopt50's file as it was (rows keyed by PRODUCT_M, before session 51's
-    moedev51 keyed them by the measured tokens: heldout/moeker50.table_document(measured_keys=False)), for the
+    moedev51 keyed them by the measured tokens: heldout/registration.rekeyed_then, before_moedev51's), for the
     registrations that recorded its sha256 (mcrouter50, mcperm50) to reproduce byte for byte."""
     from simcluster.heldout import moeker50, moerouter
+    from simcluster.heldout.registration import rekeyed_then
     from simcluster.llm import moe_router_term
 
     shipped = moe_router_term.TABLE_FILE
@@ -213,7 +214,8 @@ def adopt50_table_file(tmp_path, monkeypatch):
             return shipped.relative_to(*other)
 
     path = AsShipped(tmp_path / "moe_router_table_adopt50.json")
-    path.write_text(moerouter.table_text(moeker50.table_document(measured_keys=False)))
+    doc = moeker50.table_document()
+    path.write_text(moerouter.table_text({**doc, "rows": [list(r) for r in rekeyed_then(doc["rows"])]}))
     monkeypatch.setattr(moe_router_term, "TABLE_FILE", path)
     return path
 

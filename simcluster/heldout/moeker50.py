@@ -151,12 +151,12 @@ def rebuilt(shipped, kernel_rows, router: bool, permute: bool) -> tuple:
     return tuple(out)
 
 
-def table_document(bundle: Path = BUNDLE, measured_keys: bool = True) -> dict:
+def table_document(bundle: Path = BUNDLE) -> dict:
     """The adopted table (adopt50) as llm/moe_router_term.read_table reads it: session 49's table (heldout/moerouter.
     table_document) with its router columns from `bundle`'s kernels clock, the permutation columns kept (rule P KEEP);
     since session 51's moedev51 each row keyed by the router tokens it was measured at (GRID's T', the rank's sequence
-    shard: the product's router M since then), not PRODUCT_M (measured_keys False: adopt50's file as it was, which
-    heldout/registration.before_moedev51 keys back to)."""
+    shard: the product's router M since then), not PRODUCT_M (adopt50's file as it was: heldout/registration.rekeyed_then
+    keys back to it)."""
     before = moerouter.table_document()
     runs = bundle / "runs"
     kernel = rows(read_bundle(runs), "kernels", load_gpu(moerouter.H200_CARD)[0], runs / TRACE)
@@ -164,7 +164,7 @@ def table_document(bundle: Path = BUNDLE, measured_keys: bool = True) -> dict:
                     f"{moerouter.BUNDLE.relative_to(ROOT)}/runs/{moerouter.TRACE}) with its router columns from the kernels "
                     f"clock of {bundle.relative_to(ROOT)}/runs/{TRACE} (session 50, adopt50: rule R REBUILD, P KEEP)",
             "permute_impl": before["permute_impl"], "h200_hbm_Bps": before["h200_hbm_Bps"],
-            "rows": [[float(g[1]) if measured_keys else r[0], *r[1:]] for g, r in
+            "rows": [[float(g[1]), *r[1:]] for g, r in
                      zip(GRID, rebuilt(moerouter.session49_table()[0], kernel, router=True, permute=False), strict=True)]}
 
 

@@ -110,12 +110,19 @@ def before_moedev51():
     adopted table keyed as it was then, each layer's row at the product's router M (runner/moerouter_grid.PRODUCT_M)
     rather than the tokens it was measured at (GRID's T'); a context."""
     from simcluster.llm import moe_router_term
-    from simcluster.runner.moerouter_grid import GRID, PRODUCT_M
 
     rows = moe_router_term.table()   # read (first use) before state() so that the rate is the table's
     _, rate, labels, scope = moe_router_term.state()
-    then = tuple((float(PRODUCT_M[g[0]]), *r[1:]) for g, r in zip(GRID, rows, strict=True))
-    return _router_term_as((then, rate, labels, scope))
+    return _router_term_as((tuple(rekeyed_then(rows)), rate, labels, scope))
+
+
+def rekeyed_then(rows) -> list[tuple]:
+    """The adopted router table's rows (GRID's order) keyed as adopt50's file was, before moedev51: each layer's row at
+    the product's router M then (runner/moerouter_grid.PRODUCT_M), not the tokens it was measured at (before_moedev51;
+    tests/conftest's adopt50_table_file, the one builder of that table)."""
+    from simcluster.runner.moerouter_grid import GRID, PRODUCT_M
+
+    return [(float(PRODUCT_M[g[0]]), *r[1:]) for g, r in zip(GRID, rows, strict=True)]
 
 
 def before_adopt49():

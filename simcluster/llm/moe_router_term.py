@@ -99,12 +99,6 @@ def router_tokens(tokens: int, seq_tokens: int) -> int:
     return seq_tokens if _SP_SHARD else tokens
 
 
-def sp_shard() -> bool:
-    """Whether the router runs on the rank's sequence shard (router_tokens): True since moedev51 (the expert-TP permute
-    fact has its own switch, llm/ops.PERMUTE_OWN_ROWS, since mendC51)."""
-    return _SP_SHARD
-
-
 def set_sp_shard(on: bool) -> bool:
     """Set router_tokens' switch; returns the previous value (heldout/registration's handles restore it)."""
     global _SP_SHARD
