@@ -104,3 +104,14 @@ def test_a_bad_bundle_path_is_one_line_naming_it(script, bad, tmp_path, capsys):
     assert load_script(script).main([str(path)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ") and str(path) in err and "Traceback" not in err
+
+
+def test_files_then_names_published_files_that_exist():
+    """registration.FILES_THEN (final read 51 item 9) is an allow-list frozen once: each name is a recorded published LLM
+    file (a typo would drop its rows from moegemm's / moerouter's families silently); a file's MoE rows go through
+    moe_rows_then whatever this list says."""
+    from simcluster.heldout.registration import FILES_THEN
+
+    published = ROOT / "calibration" / "published"
+    assert len(FILES_THEN) == 37
+    assert not [f for f in FILES_THEN if not (published / f"{f}.yaml").is_file()]

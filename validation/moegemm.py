@@ -53,8 +53,8 @@ def judged_rows(rows) -> list:
     """validate --published llm's rows as the files there were when moegemm and moerouter registered priced them
     (heldout/registration.rows_then): the MoE family limited to the 13 files the router term's rule priced
     (moe_rows_then, llm/moe_router_term.JUDGED_FILES; publ50's Model Zoo files, recorded after both, left out: cold review
-    B50 items 5 and 6), the other families without the files recorded after (registration.RECORDED_AFTER, session 51
-    publ51's), so that their read-outs reproduce."""
+    B50 items 5 and 6), the other families on the files held then (registration.FILES_THEN, an allow-list frozen in
+    session 51 mendF51, publ51's left out), so that their read-outs reproduce."""
     return rows_then(rows)
 
 
