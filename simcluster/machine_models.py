@@ -107,8 +107,14 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
-                   nccl_version=stated_release(machine.nccl), nic_via_cpu=machine.nic.via_cpu,
+                   nccl_version=machine_nccl(machine), nic_via_cpu=machine.nic.via_cpu,
                    nccl_tables=machine.nccl_tables)
+
+
+def machine_nccl(machine: Machine) -> tuple[int, ...] | None:
+    """The NCCL release machine.nccl states ((major, minor[, patch]); None: none stated): the one reading of the key that
+    the clusters, the domains and predict collective's notes share (scenario loading has refused malformed text)."""
+    return stated_release(machine.nccl)
 
 
 def machine_pcie(machine: Machine, nic, arch: str):
@@ -127,7 +133,7 @@ def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
     """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
     intra = intra or load_collective(machine.card)[0]
     nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
-    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, stated_release(machine.nccl),
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, machine_nccl(machine),
                         machine.nccl_tables)
 
 

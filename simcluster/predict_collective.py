@@ -172,9 +172,10 @@ def _stated_tables(m) -> list[str]:
     """A note where the machine opts in to its stated NCCL's tuner tables (machine.nccl_tables: stated with a
     machine.nccl): that choice is unvalidated, so the trust lines say unvalidated, no band (cold review B51 item 2); on
     the one held-out file it moves (Lambda B200 x 2, NCCL 2.26.2) it errs more than the default."""
-    from simcluster.collectives.nccl_versions import NEWEST_READ, stated_release, tables_for, tuner_release
+    from simcluster.collectives.nccl_versions import NEWEST_READ, tables_for, tuner_release
+    from simcluster.machine_models import machine_nccl
 
-    release = tuner_release(stated_release(m.nccl), m.nccl_tables)
+    release = tuner_release(machine_nccl(m), m.nccl_tables)
     if release is None:
         return []
     stated, used = ".".join(map(str, release)), tables_for(release).name   # the tables that priced it (final read 51 item 1)
@@ -255,8 +256,7 @@ def _nic_protocols(m) -> dict | None:
     source}; else None."""
     from simcluster.collectives.cluster import no_ll128_via_cpu
     from simcluster.collectives.nccl_search import PROTOCOLS
-    from simcluster.collectives.nccl_versions import parse_release
-    from simcluster.machine_models import machine_nic
+    from simcluster.machine_models import machine_nccl, machine_nic
 
     if m.domains <= 1 or m.nic is None:
         return None
@@ -264,7 +264,7 @@ def _nic_protocols(m) -> dict | None:
     protocols, sources = list(nic.nccl_protocols or PROTOCOLS), []
     if not set(protocols) >= set(PROTOCOLS):
         sources.append(f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})")
-    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, parse_release(m.nccl)) and "LL128" in protocols and len(protocols) > 1:
+    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, machine_nccl(m)) and "LL128" in protocols and len(protocols) > 1:
         protocols.remove("LL128")
         sources.append(f"NCCL {m.nccl} with the NICs on the CPU (machine.nic.via_cpu; LL128 over that path from NCCL 2.27)")
     if not sources:
