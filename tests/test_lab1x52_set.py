@@ -8,10 +8,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import shutil
 import subprocess
-import sys
 
 import yaml
 from conftest import ROOT, fresh_register_equals, load_script, measured_llm_tokens, refuses_paths_a_keyless_row_and_a_foreign_registration, seqs_named_elsewhere
@@ -93,12 +91,8 @@ def test_the_shapes_are_new_to_calibration_on_this_helpers_seqs():
     assert seqs_named_elsewhere(BUNDLE, {x[2] for x in script().SHAPES}) == []
 
 
-STUB = """#!/bin/sh
-if [ "$1" = "-m" ] && [ "$2" = "simcluster.runner.llm_step" ]; then exec "{py}" "{stub}" "$@"; fi
-exec "{py}" "$@"
-"""
 STUB_RUNNER = """import json, os, sys, time
-sys.path.insert(0, os.environ["LAB1X52_TESTS"])
+sys.path.insert(0, os.environ["STUB_TESTS"])
 from test_lab1x52_set import registered, run_doc
 a = sys.argv[3:]
 val = lambda k: a[a.index(k) + 1] if k in a else None
@@ -107,30 +101,17 @@ row = next(r for r in registered()["rows"] if (r["preset"], r["seq"], r["micro_b
            == (val("--preset"), seq, mb, val("--ac-mode")))
 assert val("--mode") == "single" and val("--profile") == "0" and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
 assert (val("--warmup"), val("--steps")) == ("5", "20") and "--compile" not in a
-time.sleep(float(os.environ.get("LAB1X52_SLEEP", "0")))
+time.sleep(float(os.environ.get("STUB_SLEEP", "0")))
 p = row["predicted"]["product"]
 print(json.dumps(run_doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])))
 """
 
 
 def dry_run(tmp_path, budget: str | None = None, sleep: str = "0") -> subprocess.CompletedProcess:
-    """device_run.sh on this machine with a stub runner; the packed runs unpacked into a copy of the bundle."""
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (tmp_path / "stub.py").write_text(STUB_RUNNER)
-    (shim / "python3").write_text(STUB.format(py=sys.executable, stub=tmp_path / "stub.py"))
-    (shim / "python3").chmod(0o755)
-    (tmp_path / "out").mkdir()
-    env = os.environ | {"PATH": f"{shim}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w"),
-                        "LAB1X52_TESTS": str(ROOT / "tests"), "LAB1X52_SLEEP": sleep, "MAIN_COMMIT": "test"}
-    if budget is not None:
-        env["BUDGET_S"] = budget
-    done = subprocess.run(["bash", str(BUNDLE / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    copy = tmp_path / BUNDLE.name
-    copy.mkdir()
-    shutil.copy(BUNDLE / "registered.yaml", copy / "registered.yaml")
-    subprocess.run(["tar", "xzf", str(tmp_path / "out" / "runs.tgz"), "-C", str(copy)], check=True)
-    return done
+    """device_run.sh on this machine with this set's stub runner (test_lab1x51_set.dry_run)."""
+    import test_lab1x51_set
+
+    return test_lab1x51_set.dry_run(tmp_path, budget, sleep, BUNDLE, STUB_RUNNER)
 
 
 def test_the_device_script_dry_run_runs_every_registered_process_with_hb49s_flags(tmp_path):

@@ -32,13 +32,12 @@ from simcluster.heldout.registration import (  # noqa: E402
     memory_verdict,
     noise_verdict,
     pooled_log_sd,
-    print_verdicts,
     read_run_set,
     registering_commit,
     set_main,
     write_registration,
 )
-from validation.lab1x51 import existing_residuals, figures_text, verdict  # noqa: E402
+from validation.lab1x51 import existing_residuals, move_lines, other_line, show  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x1-lab1x52-2026-12-01"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): op host-bound, then single (no checkpointing) host-bound
@@ -160,7 +159,7 @@ def read_out(bundle: Path) -> dict:
     procs, left = read_processes(bundle, reg, ("product",))
     verdicts: dict[str, str] = {}
     for p in procs:
-        pred = p["predicted"]["product"]
+        pred = p["pred"] = p["predicted"]["product"]   # lab1x51's show prints p["pred"]
         p["error"] = float(pred["step_ms"]) / 1e3 / p["measured_s"] - 1
         p["mem_err"] = (None if p["peak_GiB"] is None else
                         mem_error(float(pred["steady_mem_GiB"]), float(pred["peak_mem_GiB"]), p["peak_GiB"]))
@@ -184,30 +183,8 @@ def read_out(bundle: Path) -> dict:
         verdicts[f"M {regime}"] = ("NO DATA: no row ran" if not rows else
                                    f"{statistics.mean(map(abs, errs)):.1%} mean |error| over {len(rows)} new rows "
                                    f"(errors {', '.join(f'{e:+.1%}' for e in errs)}); {floor_text(sd, n, hb49['lease_sd'])}")
-        before = [r for r in live if r.regime == key and r.source in today_sets[regime]]
-        later = sorted({r.source for r in live if r.regime == key and r.scale == 1 and r.source not in today_sets[regime]})
-        was, now = verdict(before, key, judge["target_pct"]), verdict(before + mine, key, judge["target_pct"])
-        move = ("NO DATA" if was is None or now is None else
-                "LIFTED" if was["word"] != "met" and now["word"] == "met" else
-                "SINKS" if was["word"] != "NOT met" and now["word"] == "NOT met" else
-                "STAYS" if was["word"] == now["word"] else f"{was['word']} -> {now['word']}")
-        verdicts[f"V {regime}"] = (f"{move}: with these rows {figures_text(now) if now else 'no row'}; today "
-                                   f"{figures_text(was) if was else 'no row'}")
-        if later:
-            verdicts[f"V {regime} later"] = f"not counted (listed after this registration): {', '.join(later)}"
-    others = sorted({r.regime.split(" | ")[2] for r in mine} - set(REGIMES))
-    if others:
-        verdicts["V other"] = f"rows in regimes this set did not aim at (registered flags): {', '.join(others)}"
-    return {"rows": procs, "left": left, "verdicts": verdicts}
-
-
-def show(result: dict) -> None:
-    for p in result["rows"]:
-        mem = "" if p["mem_err"] is None else f" ({p['mem_err']:+.1%})"
-        print(f"{p['name']:9} {p['regime'].split(' | ')[2]:26} measured {p['measured_s'] * 1e3:8.1f} ms  predicted "
-              f"{float(p['predicted']['product']['step_ms']):8.1f} ms ({p['error']:+.1%})  peak "
-              + ("-" if p["peak_GiB"] is None else f"{p['peak_GiB']:.2f} GiB{mem}"))
-    print_verdicts(result["verdicts"], result["left"])
+        verdicts |= move_lines(regime, mine, live, today_sets[regime], judge["target_pct"])
+    return {"rows": procs, "left": left, "verdicts": verdicts | other_line(mine, REGIMES)}
 
 
 def main(argv: list[str]) -> int:
