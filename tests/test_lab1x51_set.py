@@ -108,7 +108,7 @@ if [ "$1" = "-m" ] && [ "$2" = "simcluster.runner.llm_step" ]; then exec "{py}" 
 exec "{py}" "$@"
 """
 STUB_RUNNER = """import json, math, os, sys, time
-sys.path.insert(0, os.environ["STUB_TESTS"])
+sys.path.insert(0, os.environ["LAB1X51_TESTS"])
 from test_lab1x51_set import registered, run_doc, predicted
 a = sys.argv[3:]
 val = lambda k: a[a.index(k) + 1] if k in a else None
@@ -118,29 +118,28 @@ row = next(r for r in registered()["rows"] if (r["preset"], r["seq"], r["micro_b
 assert val("--mode") == "single" and val("--profile") == "0" and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
 assert (val("--warmup"), val("--steps")) == (("3", "5") if row["part"] == "C" else ("5", "20"))
 assert row["part"] == "E" or val("--compile-scope") == "layer"
-time.sleep(float(os.environ.get("STUB_SLEEP", "0")))
+time.sleep(float(os.environ.get("LAB1X51_SLEEP", "0")))
 print(json.dumps(run_doc(row, predicted(row)["step_ms"] / 1e3, predicted(row)["peak_mem_GiB"])))
 """
 
 
-def dry_run(tmp_path, budget: str | None = None, sleep: str = "0", bundle=BUNDLE, runner: str = STUB_RUNNER) -> subprocess.CompletedProcess:
-    """`bundle`'s device_run.sh on this machine with a stub runner (python3 -m simcluster.runner.llm_step runs `runner`,
-    which answers the registered row's document at its registered step after checking its flags; tests/test_lab1x52_set.py
-    passes its own); the packed runs unpacked into a copy of the bundle."""
+def dry_run(tmp_path, budget: str | None = None, sleep: str = "0") -> subprocess.CompletedProcess:
+    """device_run.sh on this machine with a stub runner (python3 -m simcluster.runner.llm_step answers the registered
+    row's document at its registered step after checking its flags); the packed runs unpacked into a copy of the bundle."""
     shim = tmp_path / "bin"
     shim.mkdir()
-    (tmp_path / "stub.py").write_text(runner)
+    (tmp_path / "stub.py").write_text(STUB_RUNNER)
     (shim / "python3").write_text(STUB.format(py=sys.executable, stub=tmp_path / "stub.py"))
     (shim / "python3").chmod(0o755)
     (tmp_path / "out").mkdir()
     env = os.environ | {"PATH": f"{shim}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w"),
-                        "STUB_TESTS": str(ROOT / "tests"), "STUB_SLEEP": sleep, "MAIN_COMMIT": "test"}
+                        "LAB1X51_TESTS": str(ROOT / "tests"), "LAB1X51_SLEEP": sleep, "MAIN_COMMIT": "test"}
     if budget is not None:
         env["BUDGET_S"] = budget
-    done = subprocess.run(["bash", str(bundle / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
-    copy = tmp_path / bundle.name
+    done = subprocess.run(["bash", str(BUNDLE / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    copy = tmp_path / BUNDLE.name
     copy.mkdir()
-    shutil.copy(bundle / "registered.yaml", copy / "registered.yaml")
+    shutil.copy(BUNDLE / "registered.yaml", copy / "registered.yaml")
     subprocess.run(["tar", "xzf", str(tmp_path / "out" / "runs.tgz"), "-C", str(copy)], check=True)
     return done
 

@@ -203,38 +203,26 @@ def read_out(bundle: Path) -> dict:
     mine = eager_residuals(new_rows(bundle))
     live = existing_residuals(bundle.name)
     for regime in REGIMES:
-        rows = [r for r in mine if r.regime == regime_key(regime)]
+        key, rows = regime_key(regime), [r for r in mine if r.regime == regime_key(regime)]
+        before = [r for r in live if r.regime == key and r.source in today_sets[regime]]
+        later = sorted({r.source for r in live if r.regime == key and r.scale == 1 and r.source not in today_sets[regime]})
         errs = [r.today_error for r in rows]
         verdicts[f"M {regime}"] = ("NO DATA: no row ran" if not rows else
                                    f"{statistics.mean(map(abs, errs)):.1%} mean |error| over {len(rows)} new rows "
                                    f"(errors {', '.join(f'{e:+.1%}' for e in errs)})")
-        verdicts |= move_lines(regime, mine, live, today_sets[regime], judge["target_pct"])
-    return {"rows": procs, "left": left, "verdicts": verdicts | other_line(mine, REGIMES)}
-
-
-def move_lines(regime: str, mine: list, live: list, today_sets: set[str], target_pct: float) -> dict[str, str]:
-    """Rule V of `regime` (its mode): 'V regime' (the verdict today over `live`'s residuals of `today_sets` and with
-    `mine` added: LIFTED / SINKS / STAYS / 'was -> now') and, where `live` holds 1-GPU rows of other sets (listed after
-    the registration), 'V regime later' naming them (not counted). Shared by validation/lab1x52.py."""
-    key = regime_key(regime)
-    before = [r for r in live if r.regime == key and r.source in today_sets]
-    later = sorted({r.source for r in live if r.regime == key and r.scale == 1 and r.source not in today_sets})
-    was, now = verdict(before, key, target_pct), verdict(before + mine, key, target_pct)
-    move = ("NO DATA" if was is None or now is None else
-            "LIFTED" if was["word"] != "met" and now["word"] == "met" else
-            "SINKS" if was["word"] != "NOT met" and now["word"] == "NOT met" else
-            "STAYS" if was["word"] == now["word"] else f"{was['word']} -> {now['word']}")
-    out = {f"V {regime}": (f"{move}: with these rows {figures_text(now) if now else 'no row'}; today "
-                           f"{figures_text(was) if was else 'no row'}")}
-    if later:
-        out[f"V {regime} later"] = f"not counted (listed after this registration): {', '.join(later)}"
-    return out
-
-
-def other_line(mine: list, regimes: tuple[str, ...]) -> dict[str, str]:
-    """'V other' where `mine` holds rows in regimes (registered flags) outside `regimes`, else nothing."""
-    others = sorted({r.regime.split(' | ')[2] for r in mine} - set(regimes))
-    return {"V other": f"rows in regimes this set did not aim at (registered flags): {', '.join(others)}"} if others else {}
+        was, now = verdict(before, key, judge["target_pct"]), verdict(before + mine, key, judge["target_pct"])
+        move = ("NO DATA" if was is None or now is None else
+                "LIFTED" if was["word"] != "met" and now["word"] == "met" else
+                "SINKS" if was["word"] != "NOT met" and now["word"] == "NOT met" else
+                "STAYS" if was["word"] == now["word"] else f"{was['word']} -> {now['word']}")
+        verdicts[f"V {regime}"] = (f"{move}: with these rows {figures_text(now) if now else 'no row'}; today "
+                                   f"{figures_text(was) if was else 'no row'}")
+        if later:
+            verdicts[f"V {regime} later"] = f"not counted (listed after this registration): {', '.join(later)}"
+    others = sorted({r.regime.split(' | ')[2] for r in mine} - set(REGIMES))
+    if others:
+        verdicts["V other"] = f"rows in regimes this set did not aim at (registered flags): {', '.join(others)}"
+    return {"rows": procs, "left": left, "verdicts": verdicts}
 
 
 def show(result: dict) -> None:

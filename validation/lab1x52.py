@@ -37,7 +37,8 @@ from simcluster.heldout.registration import (  # noqa: E402
     set_main,
     write_registration,
 )
-from validation.lab1x51 import existing_residuals, move_lines, other_line, show  # noqa: E402
+from validation.lab1x51 import existing_residuals, show  # noqa: E402
+from validation.lab_verdicts import move_lines, other_line  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x1-lab1x52-2026-12-01"
 # (name, preset, seq, micro-batch, llm-step --ac-mode): op host-bound, then single (no checkpointing) host-bound
