@@ -338,3 +338,34 @@ def refuses_paths_a_keyless_row_and_a_foreign_registration(s, bundle: Path, tmp_
     (foreign / "registered.yaml").write_text((ROOT / "calibration" / foreign_set / "registered.yaml").read_text())
     with pytest.raises(SimclusterError, match="another set's registration"):
         s.read_out(foreign)
+
+
+STUB_PYTHON3 = """#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "simcluster.runner.llm_step" ]; then exec "{py}" "{stub}" "$@"; fi
+exec "{py}" "$@"
+"""
+
+
+def stub_dry_run(tmp_path: Path, bundle: Path, stub_runner: str, env: dict[str, str],
+                 budget: str | None = None) -> subprocess.CompletedProcess:
+    """A one-GPU set's device_run.sh on this machine with a stub runner: `python3 -m simcluster.runner.llm_step` runs the
+    Python text `stub_runner` (its argv as the runner's), any other python3 the real one; `env` added (OUT, W and
+    MAIN_COMMIT set here; BUDGET_S where `budget` is given); the packed runs unpacked into tmp_path/<bundle name> beside a
+    copy of the registration (lab1x51's and lseq52's dry runs)."""
+    import os
+    import shutil
+
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (tmp_path / "stub.py").write_text(stub_runner)
+    (shim / "python3").write_text(STUB_PYTHON3.format(py=sys.executable, stub=tmp_path / "stub.py"))
+    (shim / "python3").chmod(0o755)
+    (tmp_path / "out").mkdir()
+    env = os.environ | {"PATH": f"{shim}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w"),
+                        "MAIN_COMMIT": "test"} | env | ({"BUDGET_S": budget} if budget is not None else {})
+    done = subprocess.run(["bash", str(bundle / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    copy = tmp_path / bundle.name
+    copy.mkdir()
+    shutil.copy(bundle / "registered.yaml", copy / "registered.yaml")
+    subprocess.run(["tar", "xzf", str(tmp_path / "out" / "runs.tgz"), "-C", str(copy)], check=True)
+    return done

@@ -8,14 +8,21 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script, measured_llm_tokens, refuses_paths_a_keyless_row_and_a_foreign_registration, seqs_named_elsewhere
+from conftest import (
+    ROOT,
+    fresh_register_equals,
+    load_script,
+    measured_llm_tokens,
+    refuses_paths_a_keyless_row_and_a_foreign_registration,
+    seqs_named_elsewhere,
+    stub_dry_run,
+)
 
 from simcluster.errors import SimclusterError
 from simcluster.trust.table import Residual
@@ -103,10 +110,6 @@ def test_the_shapes_are_new_to_calibration_on_this_helpers_seqs():
     assert seqs_named_elsewhere(BUNDLE, {x[3] for x in script().SHAPES}) == []
 
 
-STUB = """#!/bin/sh
-if [ "$1" = "-m" ] && [ "$2" = "simcluster.runner.llm_step" ]; then exec "{py}" "{stub}" "$@"; fi
-exec "{py}" "$@"
-"""
 STUB_RUNNER = """import json, math, os, sys, time
 sys.path.insert(0, os.environ["LAB1X51_TESTS"])
 from test_lab1x51_set import registered, run_doc, predicted
@@ -126,22 +129,7 @@ print(json.dumps(run_doc(row, predicted(row)["step_ms"] / 1e3, predicted(row)["p
 def dry_run(tmp_path, budget: str | None = None, sleep: str = "0") -> subprocess.CompletedProcess:
     """device_run.sh on this machine with a stub runner (python3 -m simcluster.runner.llm_step answers the registered
     row's document at its registered step after checking its flags); the packed runs unpacked into a copy of the bundle."""
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (tmp_path / "stub.py").write_text(STUB_RUNNER)
-    (shim / "python3").write_text(STUB.format(py=sys.executable, stub=tmp_path / "stub.py"))
-    (shim / "python3").chmod(0o755)
-    (tmp_path / "out").mkdir()
-    env = os.environ | {"PATH": f"{shim}:{os.environ['PATH']}", "OUT": str(tmp_path / "out"), "W": str(tmp_path / "w"),
-                        "LAB1X51_TESTS": str(ROOT / "tests"), "LAB1X51_SLEEP": sleep, "MAIN_COMMIT": "test"}
-    if budget is not None:
-        env["BUDGET_S"] = budget
-    done = subprocess.run(["bash", str(BUNDLE / "device_run.sh")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    copy = tmp_path / BUNDLE.name
-    copy.mkdir()
-    shutil.copy(BUNDLE / "registered.yaml", copy / "registered.yaml")
-    subprocess.run(["tar", "xzf", str(tmp_path / "out" / "runs.tgz"), "-C", str(copy)], check=True)
-    return done
+    return stub_dry_run(tmp_path, BUNDLE, STUB_RUNNER, {"LAB1X51_TESTS": str(ROOT / "tests"), "LAB1X51_SLEEP": sleep}, budget)
 
 
 def test_the_device_script_dry_run_runs_every_registered_process_with_the_earlier_sets_flags(tmp_path):
