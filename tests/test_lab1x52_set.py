@@ -12,7 +12,15 @@ import shutil
 import subprocess
 
 import yaml
-from conftest import ROOT, fresh_register_equals, load_script, measured_llm_tokens, refuses_paths_a_keyless_row_and_a_foreign_registration, seqs_named_elsewhere
+from conftest import (
+    ROOT,
+    fresh_register_equals,
+    load_script,
+    measured_llm_tokens,
+    refuses_paths_a_keyless_row_and_a_foreign_registration,
+    seqs_named_elsewhere,
+    stub_dry_run,
+)
 
 from simcluster.trust.table import Residual
 
@@ -108,10 +116,8 @@ print(json.dumps(run_doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])))
 
 
 def dry_run(tmp_path, budget: str | None = None, sleep: str = "0") -> subprocess.CompletedProcess:
-    """device_run.sh on this machine with this set's stub runner (test_lab1x51_set.dry_run)."""
-    import test_lab1x51_set
-
-    return test_lab1x51_set.dry_run(tmp_path, budget, sleep, BUNDLE, STUB_RUNNER)
+    """device_run.sh on this machine with this set's stub runner (conftest.stub_dry_run)."""
+    return stub_dry_run(tmp_path, BUNDLE, STUB_RUNNER, {"STUB_TESTS": str(ROOT / "tests"), "STUB_SLEEP": sleep}, budget)
 
 
 def test_the_device_script_dry_run_runs_every_registered_process_with_hb49s_flags(tmp_path):
