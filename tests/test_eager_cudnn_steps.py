@@ -149,6 +149,9 @@ ONCE_RUN |= {"h200x1-hb49-2026-12-01": 5, "h200x2-x2set49-2026-12-01": 5, "h200x
 # session 51's (run and read once on 2026-12-01): lab1x51's two compiled + checkpointed one-GPU rows
 # (heldout/eager_compilefsdp, part C) and three op-checkpointed rows (heldout/eager_hostsingle, part E)
 ONCE_RUN |= {"h200x1-lab1x51-2026-12-01": 5}
+# session 52's (run and read once on 2026-12-01): lab1x52's five host-bound one-GPU rows and lseq52's six long-sequence
+# one-GPU rows (heldout/eager_hostsingle)
+ONCE_RUN |= {"h200x1-lab1x52-2026-12-01": 5, "h200x1-lseq52-2026-12-01": 6}
 
 
 def test_the_set_enters_the_error_bands_against_the_registered_today_steps(tmp_path):

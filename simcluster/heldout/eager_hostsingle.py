@@ -41,6 +41,8 @@ OPCHECK_BUNDLE = "calibration/h200x2-opcheck-2026-11-30"         # session 44's;
 OPSPLIT_BUNDLE = "calibration/h200x2-opsplit-2026-11-30"         # session 45's; the same form, listed too
 HB49_BUNDLE = "calibration/h200x1-hb49-2026-12-01"               # session 49's (GPU 0 of 2 x H200); the same form, listed too
 LAB1X51_BUNDLE = "calibration/h200x1-lab1x51-2026-12-01"         # session 51's (1 x H200): its part E op rows here, its part C eager_compilefsdp's
+LAB1X52_BUNDLE = "calibration/h200x1-lab1x52-2026-12-01"         # session 52's (1 x H200): host-bound rows, op and none
+LSEQ52_BUNDLE = "calibration/h200x1-lseq52-2026-12-01"           # session 52's (1 x H200): long-sequence single steps (12K-57K)
 SHIPPED = "product"   # the registered prediction of the model the product shipped at registration (rule R)
 
 

@@ -54,7 +54,10 @@ REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnn
                         # session 51's lab1x51: one bundle, two readers (its C rows compiled with every block
                         # checkpointed, its E rows selective checkpointing by op)
                         (eager_hostsingle.LAB1X51_BUNDLE, lambda b: eager_compilefsdp.held_out_rows(b, parts=("C",))
-                         + eager_hostsingle.held_out_rows(b, parts=("E",))))
+                         + eager_hostsingle.held_out_rows(b, parts=("E",))),
+                        # session 52's one-GPU sets: lab1x52's host-bound rows, lseq52's long-sequence rows
+                        (eager_hostsingle.LAB1X52_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)),
+                        (eager_hostsingle.LSEQ52_BUNDLE, lambda b: eager_hostsingle.held_out_rows(b)))
 # every REGISTERED_STEP_SETS bundle, eager-today's included (trust/build's built_from reads it)
 STEP_SET_BUNDLES = tuple(b for b, _ in REGISTERED_STEP_SETS)
 
