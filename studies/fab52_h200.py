@@ -10,7 +10,7 @@ the 400G verbs family are the shipped 0.96 / 0: its H200 errors equal these).
 Then the 2-node, >= 4 GiB NVLS-tree plateau by GPU: the mean measured busbw per file beside the model's ceiling
 (8 heads x 57.7 GB/s = 461.6 GB/s busbw); the 2-node ring all_gather rows >= 1 GiB of both GPUs side by side (the A3
 Ultra H200 rows against the p5 H100 rows of the same shape); and, for H200 NVLS-tree rows beyond 2 nodes, the model's
-time split into the kernel-rate term and the pipeline fill (breakdown `pipeline_fill_s`). Descriptive only: nothing is
+time split into the rest (the kernel term, latencies) and the pipeline fill (breakdown `pipeline_fill_s`). Descriptive only: nothing is
 fitted or changed.
 
     python studies/fab52_h200.py          (its print: studies/fab52_h200.txt)
@@ -94,7 +94,7 @@ def main() -> int:
                 if r["op"] == "all_gather" and r["domains"] == 2 and r["size"] >= GIB:
                     print(f"  {gpu}  {r['file'][:40]:40s} {r['nccl'][:7]:>7s} {r['size'] // MIB:>5d} MiB  measured {r['measured'] / 1e9:6.1f}"
                           f"  predicted {r['predicted'] / 1e9:6.1f}  ({r['error'] * 100:+5.1f}%)")
-    print("\n# H200 NVLS-tree rows beyond 2 nodes: the model's time = the kernel-rate term + the pipeline fill (ms)")
+    print("\n# H200 NVLS-tree rows beyond 2 nodes: the model's time = the rest (kernel term, latencies) + the pipeline fill (ms)")
     for path, ref in files_of("H200"):
         for r in rows(path):
             r["fill_s"] = (predict_row(ref, ref.runs[r["run"]])[1].breakdown or {}).get("pipeline_fill_s", 0.0)
