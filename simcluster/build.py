@@ -14,7 +14,15 @@ from simcluster.collectives.model import Prediction, predict
 from simcluster.collectives.ring_flows import ring_flows
 from simcluster.engine import Simulation
 from simcluster.llm.job import LlmJob
-from simcluster.machine_models import build_cluster, build_domain, build_platform, machine_gpu, machine_nic, network_link
+from simcluster.machine_models import (
+    build_cluster,
+    build_domain,
+    build_platform,
+    machine_gpu,
+    machine_nic,
+    machine_unvalidated,
+    network_link,
+)
 from simcluster.network.builders import fabric_tiers, machine_platform
 from simcluster.network.platform import Platform
 from simcluster.results import (
@@ -91,8 +99,10 @@ def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str |
     return [predict(params, op, size, ranks, host_launch=host_launch) for size in size_list], None
 
 
-def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu: str = "") -> ConcurrentResult:
-    """Each job's collective alone on the fabric and with all the jobs at once."""
+def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu: str = "",
+                   unvalidated: str = "") -> ConcurrentResult:
+    """Each job's collective alone on the fabric and with all the jobs at once; `unvalidated` the machine's
+    (machine_models.machine_unvalidated)."""
     import numpy as np
 
     from simcluster.collectives.ring_flows import concurrent_ring_flows
@@ -107,7 +117,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
                                   predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs, link=link, gpu=gpu)
+    return ConcurrentResult(job, runs, link=link, gpu=gpu, unvalidated=unvalidated)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -122,14 +132,16 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
     from simcluster.predict_training import predict_training
 
     cluster = context.cluster() if scenario.machine.nodes > 1 else None
-    return TrainingResult(job, predict_training(scenario.machine, job, cluster), gpu=machine_gpu(scenario.machine))
+    return TrainingResult(job, predict_training(scenario.machine, job, cluster), gpu=machine_gpu(scenario.machine),
+                          unvalidated=machine_unvalidated(scenario.machine))
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    p = predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(), trace=context.trace,
-                        simulate=context.simulate, where=str(scenario.path))
+    p = _machine_trust(scenario.machine, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
+                                                         trace=context.trace, simulate=context.simulate,
+                                                         where=str(scenario.path)))
     goodput = None
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
@@ -149,11 +161,19 @@ def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = T
     from simcluster.llm.predict import predict_llm_job
 
     context = _Context(Scenario(Path(where), "", "", 0, machine, (job,)), trace, simulate)
-    return predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace, simulate=simulate, where=where)
+    return _machine_trust(machine, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
+                                                   simulate=simulate, where=where))
+
+
+def _machine_trust(machine, p):
+    """An LLM step's answer with its regime carrying why its machine is unvalidated (machine_unvalidated), if it is."""
+    why = machine_unvalidated(machine)
+    return dataclasses.replace(p, regime=dataclasses.replace(p.regime, unvalidated=why)) if why and p.regime else p
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
-    return run_concurrent(context.cluster(), job, network_link(scenario.machine), machine_gpu(scenario.machine))
+    m = scenario.machine
+    return run_concurrent(context.cluster(), job, network_link(m), machine_gpu(m), machine_unvalidated(m))
 
 
 def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
@@ -176,7 +196,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.onloaded else ""))
         return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=network_link(m),
-                           gpu=machine_gpu(m))
+                           gpu=machine_gpu(m), unvalidated=machine_unvalidated(m))
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain
@@ -187,7 +207,8 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
     where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \
         f"1 NVLink domain of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}, multi-node NVLink)"
     link = card_nvlink_link(card, job.card or m.card)   # the card's GPU (trust regime)
-    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where, link=link)
+    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where, link=link,
+                         unvalidated=machine_unvalidated(m))
     if not job.measured:
         return result
     from simcluster.fit.validate import measured_sweep

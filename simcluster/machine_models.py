@@ -11,7 +11,7 @@ from pathlib import Path
 from simcluster.cards import load_aggregation, load_collective, load_nic, load_nvls
 from simcluster.collectives.cluster import Cluster
 from simcluster.collectives.domain import NvlinkDomain
-from simcluster.collectives.nccl_versions import stated_release
+from simcluster.collectives.nccl_versions import NcclRelease, stated_release
 from simcluster.collectives.nvls_domain import domain_nvls_rate, nvls_channels
 from simcluster.errors import ModelCardError
 from simcluster.hardware.nic import COST_FIELDS
@@ -107,14 +107,23 @@ def build_cluster(machine: Machine, intra=None, platform: Platform | None = None
     gpu_pcie, nic_pcie = machine_pcie(machine, nic, arch)
     return Cluster(intra, nic, platform, machine.domain_gpus, machine.host_cores, machine.nic.streams, aggregation,
                    nvls, arch=arch, cpu_vendor=machine.cpu_vendor, gpu_pcie=gpu_pcie, nic_pcie=nic_pcie,
-                   nccl_version=machine_nccl(machine), nic_via_cpu=machine.nic.via_cpu,
-                   nccl_tables=machine.nccl_tables)
+                   nic_via_cpu=machine.nic.via_cpu, nccl=machine_nccl(machine))
 
 
-def machine_nccl(machine: Machine) -> tuple[int, ...] | None:
-    """The NCCL release machine.nccl states ((major, minor[, patch]); None: none stated): the one reading of the key that
-    the clusters, the domains and predict collective's notes share (scenario loading has refused malformed text)."""
-    return stated_release(machine.nccl)
+def machine_nccl(machine: Machine) -> NcclRelease:
+    """The NCCL the machine runs, resolved once here (nccl_versions.NcclRelease): the release machine.nccl states (None:
+    none stated; scenario loading has refused malformed text) and, from machine.nccl_tables, the release whose tuner
+    tables price NCCL's choice. The one reading of both keys, which the cluster, the domain, predict collective's notes
+    and the answers' trust (machine_unvalidated) share."""
+    return NcclRelease(stated_release(machine.nccl), machine.nccl_tables)
+
+
+def machine_unvalidated(machine: Machine) -> str:
+    """Why every answer priced on the machine's collectives is unvalidated with no band whatever its regime's (the rule:
+    trust/band.machine_shape_why), '' where nothing: what each answer's regime carries (Regime.unvalidated)."""
+    from simcluster.trust.band import machine_shape_why
+
+    return machine_shape_why(machine.domain_gpus if machine.domains > 1 else 0, machine_nccl(machine).opted_in)
 
 
 def machine_pcie(machine: Machine, nic, arch: str):
@@ -133,8 +142,7 @@ def build_domain(machine: Machine, intra=None) -> NvlinkDomain:
     """One NVLink domain of the machine (no network): its NVLink card, its NVLS card where it has one, its GPUs."""
     intra = intra or load_collective(machine.card)[0]
     nvls = load_nvls(machine.nvls_card)[:2] if machine.nvls_card else None
-    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, machine_nccl(machine),
-                        machine.nccl_tables)
+    return NvlinkDomain(intra, machine.domain_gpus, machine_arch(machine), nvls, machine_nccl(machine))
 
 
 def machine_arch(machine: Machine) -> str:

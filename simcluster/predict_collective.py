@@ -31,7 +31,7 @@ class CollectiveSweepResult:
     variant: str = ""                 # the scenario's what-if variant
     gpu: str = ""                     # the machine's GPU model (machine_models.machine_gpu; one node: the link's), for its trust
     nccl_protocols: dict | None = None   # across nodes, NCCL's protocols as the NIC card restricts them (its source), else None
-    unvalidated: str = ""             # why the machine's shape is unvalidated whatever its regimes' bands (trust/band.shape_unvalidated)
+    unvalidated: str = ""             # why the machine is unvalidated whatever its regimes' bands (machine_models.machine_unvalidated)
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
@@ -133,7 +133,7 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     from simcluster.card_document import load_card
     from simcluster.collectives.domain import domain_algorithm
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.machine_models import machine_gpu, network_link
+    from simcluster.machine_models import machine_gpu, machine_unvalidated, network_link
 
     op = canonical_op(op)
     m = sc.machine
@@ -155,30 +155,29 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
     link = network_link(m)
-    large, opt_in = _across_large_domains(m), _stated_tables(m)
     notes += (_nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
-              + large + opt_in)
-    why = ([f"across NVLink domains of {m.domain_gpus} GPUs"] if large else []) + (["NCCL's tables opted in"] if opt_in else [])
+              + _across_large_domains(m) + _stated_tables(m))
     restricted = _nic_protocols(m)
     if restricted:
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
                                  result.predictions, result.description, link, label, machine_gpu(m), restricted,
-                                 f"{' and '.join(why)} (the notes say why)" if why else "")
+                                 machine_unvalidated(m))
 
 
 def _stated_tables(m) -> list[str]:
     """A note where the machine opts in to its stated NCCL's tuner tables (machine.nccl_tables: stated with a
     machine.nccl): that choice is unvalidated, so the trust lines say unvalidated, no band (cold review B51 item 2); on
     the one held-out file it moves (Lambda B200 x 2, NCCL 2.26.2) it errs more than the default."""
-    from simcluster.collectives.nccl_versions import NEWEST_READ, tables_for, tuner_release
+    from simcluster.collectives.nccl_versions import NEWEST_READ
     from simcluster.machine_models import machine_nccl
 
-    release = tuner_release(machine_nccl(m), m.nccl_tables)
+    nccl = machine_nccl(m)
+    release, used = nccl.tuner, nccl.opted_in        # the tables that priced it (final read 51 item 1)
     if release is None:
         return []
-    stated, used = ".".join(map(str, release)), tables_for(release).name   # the tables that priced it (final read 51 item 1)
+    stated = ".".join(map(str, release))
     newer = f", newer than the newest release read, {'.'.join(map(str, NEWEST_READ))}" if release[:2] > NEWEST_READ[:2] else ""
     return [f"NCCL's choice priced with {used}'s tuner tables (NCCL {stated} stated{newer}; machine.nccl_tables: stated, an "
             "opt-in): unvalidated, the error band below is not applied; on the one held-out file it moves (Lambda B200 x 2, "
@@ -235,11 +234,12 @@ def _nvls_above_board(m, op: str) -> list[str]:
 def _across_large_domains(m) -> list[str]:
     """Across NVLink domains of more than 8 GPUs (NVL72 racks joined by a network), a note that the answer is
     unvalidated: the only rows of that shape are development and the ring's miss there has no sourced cause
-    (docs/models/fabric-findings.md, session 51, gb200x51). Where it fires the trust lines say unvalidated, no band
-    (CollectiveSweepResult.unvalidated)."""
+    (docs/models/fabric-findings.md, session 51, gb200x51). Where it fires the trust lines say unvalidated, no band, as
+    every answer on the machine does (trust/band.machine_shape_why, the rule)."""
     from simcluster.machine_models import machine_gpu
+    from simcluster.trust.band import LARGE_DOMAIN_GPUS
 
-    if m.domains <= 1 or m.domain_gpus <= 8:
+    if m.domains <= 1 or m.domain_gpus <= LARGE_DOMAIN_GPUS:
         return []
     gpu = machine_gpu(m)
     other = f"; none of any {gpu} machine, so what follows is GB200's alone" if gpu and gpu != "GB200" else ""
@@ -264,7 +264,7 @@ def _nic_protocols(m) -> dict | None:
     protocols, sources = list(nic.nccl_protocols or PROTOCOLS), []
     if not set(protocols) >= set(PROTOCOLS):
         sources.append(f"the NIC card's nccl_protocols ({os.path.normpath(str(m.nic.card))})")
-    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, machine_nccl(m)) and "LL128" in protocols and len(protocols) > 1:
+    if no_ll128_via_cpu(m.nic.via_cpu, m.domains, machine_nccl(m).stated) and "LL128" in protocols and len(protocols) > 1:
         protocols.remove("LL128")
         sources.append(f"NCCL {m.nccl} with the NICs on the CPU (machine.nic.via_cpu; LL128 over that path from NCCL 2.27)")
     if not sources:

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from simcluster.collectives.model import Prediction
 
 
-def _rows(predictions: list[Prediction], link: str, gpu: str = "") -> list[dict]:
+def _rows(predictions: list[Prediction], link: str, gpu: str = "", unvalidated: str = "") -> list[dict]:
     from simcluster.trust.band import annotate_collective
 
     return [annotate_collective({"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                                  "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
                                  **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})},
-                                p, link, gpu)
+                                p, link, gpu, unvalidated)
             for p in predictions]
 
 
@@ -31,6 +31,7 @@ class SweepResult:
     description: str = ""                         # nodes, NICs, fabric; the algorithm chosen
     link: str = "nvlink"                          # one NVLink domain, or the NIC transport across nodes (rdma, tcp)
     gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
+    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
 
     @property
     def skipped(self) -> list[str]:
@@ -40,7 +41,7 @@ class SweepResult:
         from simcluster.fit.validate import summary
 
         out = {"kind": "collective_sweep", "op": self.job.op, "ranks": self.job.ranks, "engine": self.job.engine,
-               "card": self.card_path, "rows": _rows(self.predictions, self.link, self.gpu)}
+               "card": self.card_path, "rows": _rows(self.predictions, self.link, self.gpu, self.unvalidated)}
         if self.job.measured is not None:
             m = self.measured
             out["measured"] = None if m is None else {
@@ -70,6 +71,7 @@ class ConcurrentResult:
     skipped: list[str] = field(default_factory=list)
     link: str = "rdma"
     gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
+    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate, collective_trust
@@ -78,7 +80,7 @@ class ConcurrentResult:
             annotate({"nodes": r.nodes, "time_alone_s": r.alone.time_s, "time_shared_s": r.shared.time_s,
                       "slowdown": r.shared.time_s / r.alone.time_s, "algorithm": r.shared.algorithm,
                       "network_alone_Bps": r.network_alone_Bps, "network_shared_Bps": r.network_shared_Bps,
-                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link, self.gpu),
+                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link, self.gpu, self.unvalidated),
                      times=("time_alone_s", "time_shared_s")) for r in self.runs]}
 
 
@@ -113,12 +115,13 @@ class TrainingResult:
     prediction: object
     skipped: list[str] = field(default_factory=list)
     gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
+    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
 
     @property
     def trust(self):
         from simcluster.trust.band import ddp_trust
 
-        return ddp_trust(self.prediction.ranks, self.prediction.nodes, self.gpu)
+        return ddp_trust(self.prediction.ranks, self.prediction.nodes, self.gpu, self.unvalidated)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate

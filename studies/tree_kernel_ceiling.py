@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from simcluster.collectives import fabric  # noqa: E402
 from simcluster.collectives.nccl_search import graphs  # noqa: E402
-from simcluster.collectives.nccl_versions import stated_release  # noqa: E402
+from simcluster.collectives.nccl_versions import NcclRelease, stated_release  # noqa: E402
 from simcluster.collectives.tree_kernel import MODEL_NCCL, per_channel_GBps  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.reference import nccl  # noqa: E402
@@ -50,7 +50,7 @@ def ceiling_bus_Bps(cluster, protocol: str, version: tuple[int, int] | None = No
     """NCCL's tree busbw ceiling on this cluster, bytes/s (tuning.cc: channels x per-channel maximum, the model's
     collectives/tree_kernel.py tables); a version below 2.28 takes the 2.26-2.27 Blackwell table, None the model's."""
     channels = graphs(cluster.nccl_topology)["Tree"].channels
-    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version or MODEL_NCCL)
+    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, NcclRelease(version or MODEL_NCCL))
     return channels * per_ch * 1e9 if channels else math.inf
 
 

@@ -80,7 +80,7 @@ def test_the_20_rack_rows_run_no_ll128_as_ncll_2_26_2_does():
     ref = nccl.read_nccl_file(MULTIRACK)
     assert yaml.safe_load(SCENARIO.read_text())["machine"]["nic"]["via_cpu"] is True
     cluster = dataclasses.replace(nccl._stated_nccl(nccl._cluster(SCENARIO, 360), ref), nvls=None)
-    assert cluster.nccl_version == (2, 26, 2) and cluster.nic_via_cpu   # tuner51: the patch is kept (nccl_versions.py)
+    assert cluster.nccl.stated == (2, 26, 2) and cluster.nic_via_cpu   # tuner51: the patch is kept (nccl_versions.py)
     chosen = [decide(cluster.nccl_topology, "all_reduce", int(r["bytes"])) for r in ref.runs]
     lifted = [decide(dataclasses.replace(cluster, nic_via_cpu=False).nccl_topology, "all_reduce", int(r["bytes"])) for r in ref.runs]
     assert all(d.protocol != "LL128" for d in chosen)

@@ -5,6 +5,8 @@ as on main 010a245e."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 from conftest import ROOT, load_script
@@ -14,10 +16,10 @@ from simcluster.collectives.nccl_tuner import decide, tuning_table
 from simcluster.collectives.nccl_versions import (
     DEFAULT_TABLES,
     RELEASES,
+    NcclRelease,
     parse_release,
     stated_release,
     tables_for,
-    tuner_release,
 )
 from simcluster.collectives.tree_kernel import scenario_nccl
 from simcluster.errors import ScenarioError, SimclusterError
@@ -223,7 +225,7 @@ def test_the_scenario_key_opts_in_and_the_default_keeps_2_28_3(tmp_path):
     """machine.nccl_tables: the default ('2.28.3') prices the choice with 2.28.3's tables whatever machine.nccl says;
     'stated' with machine.nccl's (2.26.2: Tree over the NVLS tree at 1 GiB on the Lambda shape)."""
     default = _lambda(tmp_path, nccl="2.26.2")
-    assert default.nccl_tables == "2.28.3" and default.nccl_topology.nccl is None
+    assert default.nccl == NcclRelease((2, 26, 2), "2.28.3") and default.nccl_topology.nccl is None
     assert decide(default.nccl_topology, "all_reduce", 1 << 30).algorithm == "NVLSTree"
     assert _lambda(tmp_path, nccl="2.26.2", nccl_tables="2.28.3").nccl_topology == default.nccl_topology
     opted = _lambda(tmp_path, nccl="2.26.2", nccl_tables="stated")
@@ -249,10 +251,12 @@ def test_a_bad_nccl_tables_is_one_line_at_its_key(tmp_path, bad):
     assert "\n" not in line
 
 
-def test_tuner_release_is_the_stated_version_only_with_the_opt_in():
-    assert tuner_release((2, 26, 2), "2.28.3") is None and tuner_release((2, 26, 2), "stated") == (2, 26, 2)
+def test_the_tuner_release_is_the_stated_version_only_with_the_opt_in_resolved_once():
+    assert NcclRelease((2, 26, 2), "2.28.3").tuner is None and NcclRelease((2, 26, 2), "stated").tuner == (2, 26, 2)
+    assert NcclRelease((2, 26, 2), "stated").opted_in == "2.25.1" and NcclRelease((2, 26, 2)).opted_in == ""
+    assert dataclasses.replace(NcclRelease((2, 26, 2)), tables="stated").tuner == (2, 26, 2)   # resolved again on a change
     with pytest.raises(SimclusterError) as exc:
-        tuner_release((2, 26, 2), "keyed")
+        NcclRelease((2, 26, 2), "keyed")
     assert "machine.nccl_tables 'keyed': expected one of 2.28.3, stated" == str(exc.value)
 
 

@@ -13,6 +13,7 @@ from conftest import ROOT
 from simcluster.cards import load_collective, load_nvls
 from simcluster.collectives.domain import domain_predict
 from simcluster.collectives.nccl_search import NcclTopology, graphs
+from simcluster.collectives.nccl_versions import NcclRelease
 from simcluster.collectives.nvls_domain import (
     FITTED_LABEL,
     CHANNEL_ALGBW_Bps,
@@ -114,8 +115,8 @@ def test_fill_applies_above_one_board_only():
 def test_one_domain_time_is_latency_rate_and_fill_with_the_domains_nccl():
     intra = load_collective(MODELS / "collective" / "gb200-nvlink-derived.yaml")[0]
     size = 2 * GiB
-    old = domain_predict(intra, "all_reduce", size, 72, "blackwell", (TABLE, LATENCY), (2, 25))
-    new = domain_predict(intra, "all_reduce", size, 72, "blackwell", (TABLE, LATENCY), (2, 29))
+    old = domain_predict(intra, "all_reduce", size, 72, "blackwell", (TABLE, LATENCY), NcclRelease((2, 25)))
+    new = domain_predict(intra, "all_reduce", size, 72, "blackwell", (TABLE, LATENCY), NcclRelease((2, 29)))
     assert old.breakdown["nccl_channels"] == 32 and new.breakdown["nccl_channels"] == 24
     assert old.breakdown["binding_limit"].startswith(FITTED_LABEL)
     assert old.time_s < new.time_s

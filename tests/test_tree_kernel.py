@@ -13,7 +13,7 @@ import yaml
 from conftest import ROOT
 
 from simcluster.collectives.fabric import predict_fabric
-from simcluster.collectives.nccl_versions import TABLES_STATED, stated_release
+from simcluster.collectives.nccl_versions import TABLES_STATED, NcclRelease, stated_release
 from simcluster.collectives.tree_kernel import per_channel_GBps, tree_ceiling
 from simcluster.errors import ScenarioError
 from simcluster.machine_models import build_cluster
@@ -51,7 +51,7 @@ def test_the_tree_is_bound_by_nccls_kernel_and_says_so(nodes, per_channel):
 
 def test_the_ring_does_not_move():
     cluster = _cluster(4)
-    keyed = dataclasses.replace(cluster, nccl_version=(2, 27))
+    keyed = dataclasses.replace(cluster, nccl=NcclRelease((2, 27)))
     assert predict_fabric(cluster, "all_reduce", S, "ring").busbw_Bps == predict_fabric(keyed, "all_reduce", S, "ring").busbw_Bps
 
 
@@ -59,12 +59,12 @@ def test_the_scenario_names_its_nccl(tmp_path):
     """NCCL 2.27's Blackwell table (2 x Hopper's, 72 GB/s per channel from 3 nodes) does not bind on these nodes: the
     tree is back on its network bytes, about the ring's busbw."""
     old = _cluster(4, _scenario(tmp_path, "2.27.3"))
-    assert old.nccl_version == (2, 27, 3)          # the patch is kept: it keys the tuner tables (nccl_versions.py)
+    assert old.nccl.stated == (2, 27, 3)          # the patch is kept: it keys the tuner tables (nccl_versions.py)
     assert tree_ceiling(old, "Simple") == (8 * 72.0e9, "NCCL 2.27 tuner's tree limit (8 channels x 72 GB/s)")
     tree = predict_fabric(old, "all_reduce", S, "tree")
     assert "tree limit" not in tree.breakdown["binding_limit"]
     assert tree.busbw_Bps == pytest.approx(predict_fabric(old, "all_reduce", S, "ring").busbw_Bps, rel=0.05)
-    assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl_version == (2, 30, 7)
+    assert _cluster(4, _scenario(tmp_path, "2.30.7")).nccl.stated == (2, 30, 7)
 
 
 @pytest.mark.parametrize("bad", ["two.x", "1.9.1", "2.25.1", 2.30, 3, True])   # 2.30 unquoted: YAML's 2.3
@@ -75,9 +75,9 @@ def test_a_version_it_cannot_read_is_refused_in_one_line(tmp_path, bad):
 
 
 def test_ll128_takes_nccls_ll128_maximum():
-    assert per_channel_GBps("blackwell", 4, "LL128", (2, 28)) == 20.0                  # min(24 x 120/128, 20.0)
-    assert per_channel_GBps("blackwell", 4, "LL128", (2, 27)) == pytest.approx(58.0)    # min(72 x 120/128, 58.0)
-    assert per_channel_GBps("hopper", 2, "Simple", (2, 27)) == per_channel_GBps("hopper", 2, "Simple", (2, 30)) == 41.4
+    assert per_channel_GBps("blackwell", 4, "LL128", NcclRelease((2, 28))) == 20.0                  # min(24 x 120/128, 20.0)
+    assert per_channel_GBps("blackwell", 4, "LL128", NcclRelease((2, 27))) == pytest.approx(58.0)    # min(72 x 120/128, 58.0)
+    assert per_channel_GBps("hopper", 2, "Simple", NcclRelease((2, 27))) == per_channel_GBps("hopper", 2, "Simple", NcclRelease((2, 30))) == 41.4
 
 
 def test_published_rows_take_the_files_stated_nccl():
@@ -116,12 +116,12 @@ def test_the_default_tree_ceiling_is_main_s_for_blackwell_before_2_28_and_the_op
     2.22 and 2.24 included; with the opt-in, 2.23.4-2.24.3 ran Hopper's row (no Blackwell index before 2.25.1) and a
     release before 2.23.4 the default tables' (2.28.3's)."""
     for version in ((2, 20), (2, 22, 3), (2, 23, 4), (2, 24, 3), (2, 25, 1), (2, 27, 3), (2, 27)):
-        assert [per_channel_GBps("blackwell", n, "Simple", version) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]
-        assert [per_channel_GBps("blackwell", n, "LL128", version) for n in (1, 2, 4)] == pytest.approx(
+        assert [per_channel_GBps("blackwell", n, "Simple", NcclRelease(version)) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]
+        assert [per_channel_GBps("blackwell", n, "LL128", NcclRelease(version)) for n in (1, 2, 4)] == pytest.approx(
             [min(s * 120 / 128, ll) for s, ll in zip((77.4, 82.8, 72.0), (73.4, 73.4, 58.0), strict=True)])
-    assert per_channel_GBps("blackwell", 4, "Simple", (2, 28, 0)) == per_channel_GBps("blackwell", 4, "Simple", None) == 24.0
-    hopper = [per_channel_GBps("hopper", n, "Simple", None) for n in (1, 2, 4)]
+    assert per_channel_GBps("blackwell", 4, "Simple", NcclRelease((2, 28, 0))) == per_channel_GBps("blackwell", 4, "Simple", NcclRelease(None)) == 24.0
+    hopper = [per_channel_GBps("hopper", n, "Simple", NcclRelease(None)) for n in (1, 2, 4)]
     for version in ((2, 23, 4), (2, 24, 3)):
-        assert [per_channel_GBps("blackwell", n, "Simple", version, TABLES_STATED) for n in (1, 2, 4)] == hopper
-    assert per_channel_GBps("blackwell", 4, "Simple", (2, 22, 3), TABLES_STATED) == 24.0
-    assert [per_channel_GBps("blackwell", n, "Simple", (2, 25, 1), TABLES_STATED) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]
+        assert [per_channel_GBps("blackwell", n, "Simple", NcclRelease(version, TABLES_STATED)) for n in (1, 2, 4)] == hopper
+    assert per_channel_GBps("blackwell", 4, "Simple", NcclRelease((2, 22, 3), TABLES_STATED)) == 24.0
+    assert [per_channel_GBps("blackwell", n, "Simple", NcclRelease((2, 25, 1), TABLES_STATED)) for n in (1, 2, 4)] == [77.4, 82.8, 72.0]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.nccl_constants import LL128_VIA_CPU_FROM, PROTOCOLS
 from simcluster.collectives.nccl_search import NcclTopology
-from simcluster.collectives.nccl_versions import TABLES_DEFAULT, tuner_release
+from simcluster.collectives.nccl_versions import MODEL_RELEASE, NcclRelease
 from simcluster.hardware.nic import NicParams
 from simcluster.hardware.pcie import PcieLink
 from simcluster.hardware.switch import AggregationParams
@@ -41,10 +41,9 @@ class Cluster:
     gpu_pcie: PcieLink | None = None            # a GPU's PCIe port as its board wires it (hardware/pcie.py); None: no bound
     nic_pcie: PcieLink | None = None            # a NIC's own PCIe port (its card's `pcie`); None: no bound
     tree_jobs: int = 1                          # jobs whose aggregation trees share the switches at once
-    nccl_version: tuple[int, ...] | None = None  # the NCCL the machine runs, (major, minor[, patch]); None: the model's
     nic_via_cpu: bool = False                   # the NICs on the CPU, reached over NVLink-C2C (machine.nic.via_cpu: GB200)
-    nccl_tables: str = TABLES_DEFAULT           # machine.nccl_tables: '2.28.3' (default) or 'stated', the opt-in to
-                                                # price NCCL's choice with nccl_version's tables (nccl_versions.py)
+    nccl: NcclRelease = MODEL_RELEASE           # the NCCL the machine runs and whose tables price NCCL's choice, resolved
+                                                # once at machine build (nccl_versions.NcclRelease, machine_models.machine_nccl)
 
     @property
     def nodes(self) -> int:
@@ -88,11 +87,11 @@ class Cluster:
         """What NCCL's search and tuner see of this cluster: GPUs, NVLink (from the architecture), NICs and their
         port speed, NVLink SHARP (an NVLS card) and CollNet (an aggregation card); the protocols NCCL may run (the NIC
         card's NCCL_PROTO, less LL128 across nodes where the NIC hangs off the CPU and the NCCL predates 2.27:
-        nccl_constants.LL128_VIA_CPU_FROM); the tuner tables NCCL 2.28.3's, or with the opt-in (nccl_tables 'stated')
-        the release nccl_version states."""
+        nccl_constants.LL128_VIA_CPU_FROM); the tuner tables NCCL 2.28.3's, or with the opt-in (machine.nccl_tables:
+        stated) the release machine.nccl states (NcclRelease.tuner)."""
         protocols = self.nic.nccl_protocols or PROTOCOLS
-        if no_ll128_via_cpu(self.nic_via_cpu, self.nodes, self.nccl_version):
+        if no_ll128_via_cpu(self.nic_via_cpu, self.nodes, self.nccl.stated):
             protocols = tuple(p for p in protocols if p != "LL128") or protocols
         return NcclTopology(self.arch, self.gpus_per_node, self.nodes, None, self.platform.nics_per_node,
                             self.nic.line_rate_Bps, self.nvls is not None, self.aggregation is not None, self.cpu_vendor,
-                            protocols=protocols, nccl=tuner_release(self.nccl_version, self.nccl_tables))
+                            protocols=protocols, nccl=self.nccl.tuner)

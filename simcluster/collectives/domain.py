@@ -23,7 +23,7 @@ from simcluster.collectives.interface import CollectiveModel
 from simcluster.collectives.model import FabricPrediction, Prediction, predict
 from simcluster.collectives.nccl_search import NcclTopology
 from simcluster.collectives.nccl_tuner import decide
-from simcluster.collectives.nccl_versions import TABLES_DEFAULT, tuner_release
+from simcluster.collectives.nccl_versions import MODEL_RELEASE, NcclRelease
 from simcluster.collectives.nvls_domain import carried_algbw, domain_fill_s, domain_nvls_rate, nvls_channels, nvls_heads
 from simcluster.collectives.schedule import canonical_op
 from simcluster.errors import SimclusterError
@@ -31,16 +31,16 @@ from simcluster.errors import SimclusterError
 
 def domain_predict(intra: CollectiveModel, op: str, size_bytes: int, ranks: int, arch: str,
                    nvls: tuple[dict[int, float], float] | None = None,
-                   nccl_version: tuple[int, ...] | None = None, nccl_tables: str = TABLES_DEFAULT) -> Prediction:
+                   nccl: NcclRelease = MODEL_RELEASE) -> Prediction:
     """One call on `ranks` GPUs of one NVLink domain; `nvls`: (all_reduce algbw by GPU count, latency s) of the
-    domain's NVLink SHARP card; `nccl_version` (None: the model's) sets the NVLS channels and, with `nccl_tables`
-    'stated' (the opt-in; default '2.28.3', 2.28.3's), NCCL's tuner tables (nccl_versions.tuner_release)."""
+    domain's NVLink SHARP card; `nccl` the NCCL it runs (nccl_versions.NcclRelease): its stated release (None: the
+    model's) sets the NVLS channels, its resolved `tuner` the tables NCCL's choice is priced with."""
     op = canonical_op(op)
-    channels = nvls_channels(arch, nccl_version, one_clique=True)
+    channels = nvls_channels(arch, nccl.stated, one_clique=True)
     rate = domain_nvls_rate(nvls[0], ranks, channels, arch) if nvls is not None and ranks >= 2 else None
     if rate is None or op != "all_reduce":
         return predict(intra, op, size_bytes, ranks)
-    d = decide(NcclTopology(arch, ranks, 1, nvls=True, nccl=tuner_release(nccl_version, nccl_tables)), op, size_bytes)
+    d = decide(NcclTopology(arch, ranks, 1, nvls=True, nccl=nccl.tuner), op, size_bytes)
     if d.algorithm != "NVLS":
         return predict(intra, op, size_bytes, ranks)
     (algbw, binds), heads = rate, nvls_heads(ranks)
@@ -74,13 +74,11 @@ class NvlinkDomain:
     ranks: int
     arch: str
     nvls: tuple[dict[int, float], float] | None
-    nccl_version: tuple[int, ...] | None = None   # the NCCL the domain runs (machine.nccl); None: the model's
-    nccl_tables: str = TABLES_DEFAULT             # machine.nccl_tables: '2.28.3' or 'stated' (the opt-in; Cluster's)
+    nccl: NcclRelease = MODEL_RELEASE             # the NCCL the domain runs, resolved at machine build (Cluster's)
 
     def predict(self, op: str, size_bytes: int, algorithm: str | None = None, ranks: int | None = None) -> Prediction:
         domain_algorithm(algorithm, self.nvls is not None)        # None, or a one-line refusal
-        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls, self.nccl_version,
-                              self.nccl_tables)
+        return domain_predict(self.intra, op, size_bytes, ranks or self.ranks, self.arch, self.nvls, self.nccl)
 
     def nvls_unpriced(self, op: str, sizes: list[int], ranks: int | None = None) -> list[int]:
         """The sizes at which NCCL's decision model runs NVLS on `ranks` GPUs of this domain but the NVLS card has no
@@ -89,5 +87,5 @@ class NvlinkDomain:
         ranks = ranks or self.ranks
         if self.nvls is None or canonical_op(op) != "all_reduce" or ranks < 2 or carried_algbw(self.nvls[0], ranks):
             return []
-        topo = NcclTopology(self.arch, ranks, 1, nvls=True, nccl=tuner_release(self.nccl_version, self.nccl_tables))
+        topo = NcclTopology(self.arch, ranks, 1, nvls=True, nccl=self.nccl.tuner)
         return [s for s in sizes if decide(topo, "all_reduce", s).algorithm == "NVLS"]

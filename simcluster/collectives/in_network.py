@@ -42,8 +42,7 @@ def node_allreduce_s(cluster, size: float) -> float:
     if g < 2:
         return 0.0
     nvls = ({g: cluster.nvls[0]}, cluster.nvls[1]) if cluster.nvls is not None else None
-    return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls,
-                          cluster.nccl_version, cluster.nccl_tables).time_s
+    return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls, cluster.nccl).time_s
 
 
 class InNetwork:

@@ -12,7 +12,7 @@ NVLink / NIC bandwidth can carry on as many channels as possible: nccl_search.py
 from a short topology description (`NcclTopology`), nccl_constants.py holds NCCL 2.28.3's tables (facts,
 not code), nccl_versions.py what other releases' tables and rules differ in: the table is the one of the
 release the topology states (`NcclTopology.nccl`; None, the default for every run: 2.28.3; a release only with the
-opt-in machine.nccl_tables: stated, nccl_versions.tuner_release). This module is the tuner: the table (`tuning_table`, the same numbers NCCL prints with
+opt-in machine.nccl_tables: stated, nccl_versions.NcclRelease.tuner). This module is the tuner: the table (`tuning_table`, the same numbers NCCL prints with
 NCCL_DEBUG_SUBSYS=TUNING) and the per-call decision (`decide`): algorithm, protocol and the channels NCCL
 gives the call (src/enqueue.cc topoGetAlgoInfo and the channel split of scheduleCollTasksToPlan). See
 docs/models/collectives.md, section "NCCL's decision model". Checked exactly: single-node tables and

@@ -1,7 +1,7 @@
 """NCCL's tuner tables by release: which constant tables and pricing rules of src/graph/tuning.cc a stated NCCL ran
 (facts, not code). The model prices NCCL's choice of algorithm, protocol and channels with NCCL 2.28.3's tables
 (nccl_constants.py) for every run, whatever NCCL it states: that is the default (`machine.nccl_tables: "2.28.3"`).
-The release-keyed tables are an opt-in (`machine.nccl_tables: stated`, `tuner_release`): a run is then priced with
+The release-keyed tables are an opt-in (`machine.nccl_tables: stated`, `NcclRelease.tuner`): a run is then priced with
 the tables of the NCCL it states (nccl_tuner.tuning_table / algo_time_s read `NcclTopology.nccl`). Opt-in only
 because it is an incomplete emulation of an older NCCL (the topology search and the NVLS-tree kernel cap stay 2.28.3's)
 and on the two sources it moved (Lambda B200 x 2 and the CoreWeave 20 racks, both NCCL 2.26.2) it made the answer
@@ -149,9 +149,27 @@ def tables_for(version: tuple[int, ...] | None) -> TunerTables:
     return [t for t in RELEASES if t.release <= min(release, NEWEST_READ)][-1]
 
 
-def tuner_release(version: tuple[int, ...] | None, tables: str) -> tuple[int, ...] | None:
-    """The release whose tables price NCCL's choice (NcclTopology.nccl): `version`, the NCCL the machine states, with
-    the opt-in (`tables` 'stated', machine.nccl_tables); None, 2.28.3's, with the default ('2.28.3')."""
-    if tables not in NCCL_TABLES:
-        raise SimclusterError(f"machine.nccl_tables {str(tables)[:30]!r}: expected one of {', '.join(NCCL_TABLES)}")
-    return version if tables == TABLES_STATED else None
+@dataclasses.dataclass(frozen=True)
+class NcclRelease:
+    """The NCCL a machine runs, resolved once where the machine is built (machine_models.machine_nccl) and carried by
+    its Cluster and NvlinkDomain: `stated` the release machine.nccl states ((major, minor[, patch]); None: none, the
+    model's), `tables` machine.nccl_tables ('2.28.3', the default, or 'stated', the opt-in), and `tuner`, resolved here
+    once, the release whose tuner tables price NCCL's choice (NcclTopology.nccl): `stated` with the opt-in, None
+    (2.28.3's) by default. A `tables` that is neither is refused with one line."""
+
+    stated: tuple[int, ...] | None = None
+    tables: str = TABLES_DEFAULT
+    tuner: tuple[int, ...] | None = dataclasses.field(init=False, default=None)
+
+    def __post_init__(self):
+        if self.tables not in NCCL_TABLES:
+            raise SimclusterError(f"machine.nccl_tables {str(self.tables)[:30]!r}: expected one of {', '.join(NCCL_TABLES)}")
+        object.__setattr__(self, "tuner", self.stated if self.tables == TABLES_STATED else None)
+
+    @property
+    def opted_in(self) -> str:
+        """The name of the tables that price the choice where the machine opts in with a stated NCCL ('2.25.1'), else ''."""
+        return "" if self.tuner is None else tables_for(self.tuner).name
+
+
+MODEL_RELEASE = NcclRelease()       # a machine that states no NCCL, on the default tables

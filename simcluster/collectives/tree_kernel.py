@@ -32,7 +32,7 @@ import math
 
 from simcluster.collectives.nccl_constants import PER_CH_NVLS_TREE
 from simcluster.collectives.nccl_search import graphs
-from simcluster.collectives.nccl_versions import DEFAULT_RELEASE, TABLES_DEFAULT, parse_release, tables_for
+from simcluster.collectives.nccl_versions import DEFAULT_RELEASE, TABLES_DEFAULT, NcclRelease, parse_release, tables_for
 from simcluster.errors import SimclusterError
 
 MODEL_NCCL = DEFAULT_RELEASE[:2]   # the NCCL version of the model's tuner tables (nccl_constants.py)
@@ -56,15 +56,15 @@ def scenario_nccl(text) -> str:
     return ".".join(map(str, version))
 
 
-def per_channel_GBps(arch: str, nodes: int, protocol: str, version: tuple[int, ...] | None,
-                     tables: str = TABLES_DEFAULT) -> float:
-    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under `version` (None: the model's).
-    With the opt-in (`tables` 'stated', machine.nccl_tables) from that release's tables (collectives/nccl_versions.py);
+def per_channel_GBps(arch: str, nodes: int, protocol: str, nccl: NcclRelease) -> float:
+    """NCCL's per-channel tree bus bandwidth (GB/s) on `nodes` nodes of `arch` under the NCCL `nccl` states (None: the
+    model's). With the opt-in (machine.nccl_tables: stated) from that release's tables (NcclRelease.tuner);
     by default the rule of main 97a9edf7 (cold review B51 item 8): Blackwell before 2.28 (major.minor) 2 x Hopper's,
     2.25-2.27's row, at any version before it too; every other case 2.28.3's row."""
     i2 = 0 if nodes <= 1 else 1 if nodes == 2 else 2
-    if tables == TABLES_DEFAULT:
-        version = BLACKWELL_BEFORE_2_28 if arch == "blackwell" and version is not None and version[:2] < (2, 28) else None
+    version = nccl.tuner
+    if nccl.tables == TABLES_DEFAULT:
+        version = BLACKWELL_BEFORE_2_28 if arch == "blackwell" and nccl.stated and nccl.stated[:2] < (2, 28) else None
     tab = tables_for(version)
     row = tab.arch_row(arch)
     per_ch = tab.per_ch_tree[row][i2]
@@ -77,8 +77,8 @@ def tree_ceiling(cluster, protocol: str) -> tuple[float, str]:
     """(bus bytes/s, name) of the plain tree kernel's ceiling on this cluster: the name says what binds, e.g.
     "NCCL 2.28 tuner's tree limit (8 channels x 24 GB/s)"; inf where the tree graph has no channel."""
     channels = graphs(cluster.nccl_topology)["Tree"].channels
-    version = cluster.nccl_version or MODEL_NCCL
-    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, version, cluster.nccl_tables)
+    version = cluster.nccl.stated or MODEL_NCCL
+    per_ch = per_channel_GBps(cluster.arch, cluster.nodes, protocol, cluster.nccl)
     if not channels:
         return math.inf, "NCCL tuner's tree limit (no tree channel)"
     return (channels * per_ch * 1e9,

@@ -232,6 +232,8 @@ def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated:
         for r in ok:
             if r.get(VALIDATION + "status") == "unvalidated":
                 regime = str(r.get(VALIDATION + "regime") or "no regime")
+                if r.get(VALIDATION + "unvalidated_why"):   # its machine's shape, whatever the regime (trust/band.py)
+                    regime += ", on a machine unvalidated whatever the regime"
                 excluded[regime] = excluded.get(regime, 0) + 1
             else:
                 kept.append(r)
@@ -264,7 +266,8 @@ def _brief(row: dict | None) -> dict | None:
             "jobs[0].goodput_steady", "jobs[0].mtbf_s", "jobs[0].caveats",
             "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency",
             "pessimistic.rho", "pessimistic.time_to_train_s", "pessimistic.cost", VALIDATION + "status", VALIDATION + "regime",
-            VALIDATION + "rows", VALIDATION + "sources", VALIDATION + "outside", VALIDATION + "band_from")
+            VALIDATION + "rows", VALIDATION + "sources", VALIDATION + "outside", VALIDATION + "band_from",
+            VALIDATION + "unvalidated_why")
     bands = {k: band_value(v) for k, v in row.items() if k.startswith("jobs[0].") and k.endswith("_band") and v is not None}
     counts = {k: int(row[k]) for k in (VALIDATION + "rows", VALIDATION + "sources") if isinstance(row.get(k), float)}
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None},

@@ -53,17 +53,17 @@ def _stated_nccl(cluster, ref: Published, tables: str | None = None):
     `tables` None: the scenario's own."""
     from simcluster.collectives.cluster import Cluster
     from simcluster.collectives.domain import NvlinkDomain
-    from simcluster.collectives.nccl_versions import stated_release, tuner_release
+    from simcluster.collectives.nccl_versions import stated_release
 
     if not isinstance(cluster, (Cluster, NvlinkDomain)):
         return cluster
+    nccl = cluster.nccl      # resolved once again only where this file changes it (a one-line refusal of a bad `tables`)
     if tables is not None:
-        tuner_release(None, tables)          # a one-line refusal of a value that is neither
-        cluster = dataclasses.replace(cluster, nccl_tables=tables)
+        nccl = dataclasses.replace(nccl, tables=tables)
     stated = stated_release(ref.system.get("nccl"))
-    if cluster.nccl_version is None and stated is not None:
-        return dataclasses.replace(cluster, nccl_version=stated)
-    return cluster
+    if nccl.stated is None and stated is not None:
+        nccl = dataclasses.replace(nccl, stated=stated)
+    return cluster if nccl == cluster.nccl else dataclasses.replace(cluster, nccl=nccl)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -301,9 +301,11 @@ def _answer(a: dict) -> str:
     for row, name in ((c, "Cheapest"), (f, "Fastest")):
         status = (row or {}).get("jobs[0].validation.status")
         if status:
-            outside = row.get("jobs[0].validation.outside")
+            outside, why = row.get("jobs[0].validation.outside"), row.get("jobs[0].validation.unvalidated_why")
+            ranked = (f"no band: {why} (ranked at its predicted time)" if why   # trust/band.machine_shape_why
+                      else "ranked at the slow end of its 80% band")
             out.append(f"<p>{name}: {html.escape(status)}{' (' + html.escape(outside) + ')' if outside else ''}, regime "
-                       f"{html.escape(str(row.get('jobs[0].validation.regime')))}; ranked at the slow end of its 80% band.</p>")
+                       f"{html.escape(str(row.get('jobs[0].validation.regime')))}; {html.escape(ranked)}.</p>")
     if a.get("excluded_unvalidated"):
         out.append(f"<p>Left out: {sum(a['excluded_unvalidated'].values())} configurations in regimes never validated ("
                    + html.escape("; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items()))) + ").</p>")

@@ -41,7 +41,9 @@ def answer_text(a: dict) -> str:
     for row, name in ((c, "cheapest"), (f, "fastest")):
         if row and row.get(VALIDATION + "status"):
             noisy = row.get(VALIDATION + "noise_limited.gpus") is not None   # trust/noise.py: its own band, unvalidated
-            evidence = (f" on {int(row[VALIDATION + 'rows'])} held-out rows from {int(row[VALIDATION + 'sources'])} sources"
+            why = row.get(VALIDATION + "unvalidated_why")   # the machine's shape (trust/band.machine_shape_why): no band
+            evidence = (f", no band: {why}" if why else
+                        f" on {int(row[VALIDATION + 'rows'])} held-out rows from {int(row[VALIDATION + 'sources'])} sources"
                         + (" (noise-limited: the machines' run-to-run noise, trust/noise.py)" if noisy else "")
                         if row.get(VALIDATION + "rows") and (row[VALIDATION + "status"] != "unvalidated" or noisy) else
                         " (no regime of its own: the family's pooled band)" if row[VALIDATION + "status"] == "unvalidated" else "")

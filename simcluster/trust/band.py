@@ -21,6 +21,8 @@ RDMA_CAVEAT = ("RDMA: the band printed is the transport family's pooled band (he
                "RDMA cards price 0 s per message, which no row checks (docs/models/nic-and-cpu.md, RDMA verbs per "
                "operation)")
 REGIME_CAVEATS = {transport_regime(kind).key: RDMA_CAVEAT for kind in ("rdma_rc", "rdma_ud", "rdma_uc")}
+# across NVLink domains of more GPUs than this (NVL72 racks joined by a network) no held-out row covers an answer
+LARGE_DOMAIN_GPUS = 8
 
 
 @dataclass(frozen=True)
@@ -190,11 +192,36 @@ def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | No
     return pooled if own_range is None else (min(pooled[0], own_range[0]), max(pooled[1], own_range[1]))
 
 
+def machine_shape_why(domain_gpus_across: int, opted_in: str) -> str:
+    """Why every answer priced on a machine's collectives (a collective, a DDP or an LLM step; predict, run, sweeps and
+    plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine
+    (machine_models.machine_unvalidated reads it), applied by trust_of through Regime.unvalidated. `domain_gpus_across`:
+    the GPUs of one NVLink domain where the machine has several (0: one domain); above LARGE_DOMAIN_GPUS the only
+    measured rows are GB200 development rows (cold review A51 item 6). `opted_in`: the release whose tuner tables price
+    NCCL's choice where the machine opts in (machine.nccl_tables: stated; nccl_versions.NcclRelease.opted_in), else ''
+    (cold review B51 item 2). '' where neither."""
+    why = []
+    if domain_gpus_across > LARGE_DOMAIN_GPUS:
+        why.append(f"across NVLink domains of {domain_gpus_across} GPUs (no held-out row of this shape, only GB200 "
+                   "development rows: docs/models/fabric.md, Multi-node NVLink domains)")
+    if opted_in:
+        why.append(f"NCCL's tables opted in ({opted_in}'s tuner tables, machine.nccl_tables: stated, an unvalidated "
+                   "opt-in: docs/models/fabric.md, NCCL's tables by release)")
+    return " and ".join(why)
+
+
 def trust_of(regime: Regime, table: Table | None = None) -> Trust:
     """The regime's own band where it has enough rows (unvalidated all the same where trust/noise.py puts the regime at
     that GPU count at the machines' run-to-run noise); else the pooled band (the family's rows, a collective regime's
     over its own link where those are enough: Table.pool_link) widened to the regime's own rows (pooled_band); else
-    never checked. build.held_out_coverage checks bands through this same rule."""
+    never checked. Where the answer's machine is unvalidated whatever the key (regime.unvalidated: machine_shape_why),
+    unvalidated with no band (shape_unvalidated). build.held_out_coverage checks bands through this same rule."""
+    trust = _keyed_trust(regime, table)
+    return shape_unvalidated(trust, regime.unvalidated) if regime.unvalidated else trust
+
+
+def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
+    """trust_of by the regime's key alone."""
     table = table or load_table()
     verdict = floor_verdict(regime.key, regime.scale, regime.gpu)
     rows = table.regimes.get(regime.key)
@@ -230,8 +257,8 @@ def trust_of(regime: Regime, table: Table | None = None) -> Trust:
 
 
 def shape_unvalidated(trust: Trust, why: str) -> Trust:
-    """`trust` for an answer of a shape its regime key does not see and no held-out row covers (e.g. a collective across
-    NVLink domains above 8 GPUs: predict_collective's note): unvalidated with no band, the regime's band kept only to say
+    """`trust` for an answer of a shape its regime key does not see and no held-out row covers (machine_shape_why: a
+    machine across NVLink domains above 8 GPUs, or opted in to NCCL's tables by release): unvalidated with no band, the regime's band kept only to say
     it is not applied (text and --json), as a noise-limited verdict says unvalidated (cold review A51 item 6)."""
     return replace(trust, status="unvalidated", rho=None, shape_why=why, shape_band=trust.rho, pooled=False, widened=False,
                    moves=None, scale_range=None, outside="")
@@ -253,22 +280,22 @@ def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[
 def collective_trust(p, link: str, gpu: str = "", unvalidated: str = "") -> Trust:
     """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust; link: 'nvlink' or the NIC
     transport across nodes; `gpu` the machine's GPU model (machine_models.machine_gpu; one node: the link's);
-    `unvalidated`: why the machine's shape is unvalidated whatever the regime (shape_unvalidated), else ''."""
+    `unvalidated`: why the machine is unvalidated whatever the regime (machine_shape_why), else ''."""
     from simcluster.trust.regime import collective_regime
 
-    trust = trust_of(collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu))
-    return shape_unvalidated(trust, unvalidated) if unvalidated else trust
+    regime = collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu)
+    return trust_of(replace(regime, unvalidated=unvalidated))
 
 
 def annotate_collective(row: dict, p, link: str, gpu: str = "", unvalidated: str = "") -> dict:
     return annotate(row, collective_trust(p, link, gpu, unvalidated), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def ddp_trust(gpus: int, nodes: int = 1, gpu: str = "") -> Trust:
-    """A DDP step's (training/) trust; `gpu` the machine's GPU model."""
+def ddp_trust(gpus: int, nodes: int = 1, gpu: str = "", unvalidated: str = "") -> Trust:
+    """A DDP step's (training/) trust; `gpu` the machine's GPU model; `unvalidated` as collective_trust's."""
     from simcluster.trust.regime import ddp_regime
 
-    return trust_of(ddp_regime(gpus, nodes, gpu))
+    return trust_of(replace(ddp_regime(gpus, nodes, gpu), unvalidated=unvalidated))
 
 
 def storage_trust(model: str, limit: str | None, accelerators: int | None) -> Trust:

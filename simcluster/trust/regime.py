@@ -35,6 +35,8 @@ class Regime:
     scale: float | None = None   # the answer's value on the axis (GPUs), checked against the validated range
     axis: str = "gpus"
     gpu: str = ""                # the answer's GPU model (gpu_model: 'H100', 'H200'), checked against its rows' GPUs; '' unknown
+    # why the answer's machine is unvalidated whatever this key's band (trust/band.machine_shape_why; trust_of applies it)
+    unvalidated: str = ""
 
 
 # PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One

@@ -1,0 +1,155 @@
+"""The machine's trust rule (issue 41, session 52 trust52): a machine across NVLink domains of more than 8 GPUs, or one
+that opts in to NCCL's tables by release (machine.nccl_tables: stated), makes every answer priced on its collectives
+"unvalidated, no band" with the reason (trust/band.machine_shape_why, applied by trust_of through Regime.unvalidated):
+predict collective, run (a sweep, a DDP step, an LLM step), predict training, and a sweep's stored row alike, text and
+--json. The predicted numbers do not move; on a plain machine the band is the regime key's, as before."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+from conftest import ROOT
+
+from simcluster import build
+from simcluster.build import run_scenario
+from simcluster.report.results import render
+from simcluster.scenario import load
+from simcluster.trust.band import machine_shape_why, trust_of
+
+MACHINE = {"card": str(ROOT / "models/collective/gb200-nvlink-derived.yaml"), "gpus_per_node": 4, "nodes": 2,
+           "gpu": {"card": str(ROOT / "models/gpu/b200.yaml")},
+           "nic": {"card": str(ROOT / "models/nic/ib-ndr-400g.yaml"), "per_node": 4, "via_cpu": True},
+           "fabric": {"kind": "rail-optimized", "down_ports": 64, "spines": 32, "link_latency": "100ns",
+                      "switch_latency": "600ns"}}
+JOBS = [{"kind": "collective_sweep", "op": "all_reduce", "min_size": "1G", "max_size": "2G", "factor": 2},
+        {"kind": "training", "workload": str(ROOT / "models/training/seed000-resnet18-224-b128.yaml"),
+         "ddp": str(ROOT / "models/training/ddp-h200x4.yaml"), "dataset_samples": 50000, "epochs": 1},
+        {"kind": "llm_training", "model": {"layers": 4, "hidden": 2048, "ffn": 8192, "heads": 16, "kv_heads": 8,
+                                           "vocab": 32000, "seq": 2048},
+         "parallel": {"tp": 4, "pp": 1, "dp": 0, "zero": 1}, "global_batch": 0, "micro_batch": 1}]
+SHAPES = {"opt-in": {"nccl": "2.26.2", "nccl_tables": "stated"},          # 2 trays of 4 GPUs, 2.25.1's tables
+          "racks": {"nodes": 36, "nvlink_domain": 72},                    # 2 NVL72 racks joined by the network
+          "plain": {}}                                                    # 2 trays of 4 GPUs, the default tables
+WHY = {"opt-in": "NCCL's tables opted in (2.25.1's tuner tables", "racks": "across NVLink domains of 72 GPUs"}
+
+
+def _scenario(tmp_path, shape: str) -> str:
+    machine = {**copy.deepcopy(MACHINE), **SHAPES[shape]}
+    gpus = machine["nodes"] * machine["gpus_per_node"]
+    jobs = copy.deepcopy(JOBS if "nvlink_domain" not in machine else JOBS[::2])   # no DDP job on an NVLink domain
+    jobs[-1]["parallel"]["dp"], jobs[-1]["global_batch"] = gpus // 4, 2 * gpus // 4
+    path = tmp_path / f"{shape}.yaml"
+    path.write_text(yaml.safe_dump({"name": shape, "machine": machine, "jobs": jobs}, sort_keys=False))
+    return str(path)
+
+
+def _validations(doc) -> list[dict]:
+    """Every `validation` object of a result's JSON, wherever it sits."""
+    if isinstance(doc, dict):
+        return ([doc["validation"]] if "validation" in doc else []) + [v for x in doc.values() for v in _validations(x)]
+    return [v for x in doc for v in _validations(x)] if isinstance(doc, list) else []
+
+
+def _bands(doc) -> list:
+    if isinstance(doc, dict):
+        return [v for k, v in doc.items() if k.endswith("_band") and k != "gpu_in_band"] + [b for x in doc.values() for b in _bands(x)]
+    return [b for x in doc for b in _bands(x)] if isinstance(doc, list) else []
+
+
+def test_the_rule_is_the_machines():
+    assert machine_shape_why(0, "") == machine_shape_why(8, "") == ""
+    assert machine_shape_why(72, "").startswith("across NVLink domains of 72 GPUs (no held-out row of this shape")
+    assert machine_shape_why(0, "2.25.1").startswith("NCCL's tables opted in (2.25.1's tuner tables")
+    assert " and NCCL's tables opted in" in machine_shape_why(36, "2.30.3")
+
+
+@pytest.mark.parametrize("shape", ["opt-in", "racks"])
+def test_every_answer_of_run_on_the_machine_says_unvalidated_no_band(tmp_path, shape):
+    """`simcluster run` (and predict training, which runs the same jobs): the collective sweep's rows, the DDP step (not
+    modelled on NVLink domains: no such job on the racks) and the LLM step each say unvalidated with the reason and carry
+    no band, in --json and in the text."""
+    result = run_scenario(load(_scenario(tmp_path, shape)), simulate=False)
+    assert len(result.jobs) == (3 if shape == "opt-in" else 2)
+    for job in result.jobs:
+        doc = job.to_json()
+        found = _validations(doc)
+        assert found and all(v["status"] == "unvalidated" and v["unvalidated_why"].startswith(WHY[shape])
+                             and "measured_over_predicted_time" not in v for v in found), (type(job).__name__, found)
+        assert all(b is None for b in _bands(doc)), type(job).__name__
+        text = render(job)
+        assert f"unvalidated, no band: {WHY[shape]}" in text and "80% band)" not in text, (type(job).__name__, text)
+
+
+@pytest.mark.parametrize("shape", ["opt-in", "racks"])
+def test_predict_collective_and_a_sweep_row_say_it_too(tmp_path, shape):
+    from simcluster.predict_collective import sweep_from_scenario
+    from simcluster.sweep.run import evaluate
+
+    path = _scenario(tmp_path, shape)
+    (swept,) = sweep_from_scenario(path, "all_reduce", "1G", "2G", 2, None)
+    assert swept.unvalidated.startswith(WHY[shape])
+    assert all(f"unvalidated, no band: {WHY[shape]}" in line for line in swept.trust_lines())
+    sc = load(path)
+    (row,) = evaluate([("h", {}, sc)])
+    assert row["status"] == "ok", row.get("error")
+    for i in range(len(sc.jobs)):
+        where = f"jobs[{i}].rows[0]." if i == 0 else f"jobs[{i}]."     # a sweep's validation is per size
+        assert row[where + "validation.status"] == "unvalidated", i
+        assert str(row[where + "validation.unvalidated_why"]).startswith(WHY[shape]), i
+        assert "validation.measured_over_predicted_time" not in str([k for k in row if k.startswith(where)]), i
+
+
+def test_the_numbers_do_not_move_only_the_trust_statement(tmp_path, monkeypatch):
+    """The rule marks the answers; every predicted number is the one the unmarked machine gives."""
+    sc = load(_scenario(tmp_path, "racks"))
+    marked = [job.to_json() for job in run_scenario(sc, simulate=False).jobs]
+    monkeypatch.setattr(build, "machine_unvalidated", lambda machine: "")
+    plain = [job.to_json() for job in run_scenario(sc, simulate=False).jobs]
+
+    def numbers(doc):
+        if isinstance(doc, dict):
+            return {k: numbers(v) for k, v in doc.items() if k != "validation" and not k.endswith("_band")}
+        return [numbers(x) for x in doc] if isinstance(doc, list) else doc
+
+    assert json.dumps(numbers(marked), sort_keys=True) == json.dumps(numbers(plain), sort_keys=True)
+    assert all(v["status"] != "unvalidated" or "unvalidated_why" not in v for v in _validations(plain))
+
+
+def test_on_a_plain_machine_the_band_is_the_regime_keys(tmp_path):
+    """Two trays of 4 GPUs, the default tables: no reason, and each answer's validation is its regime key's lookup (the
+    band as before this rule), a band printed."""
+    result = run_scenario(load(_scenario(tmp_path, "plain")), simulate=False)
+    sweep, ddp, llm = result.jobs
+    assert not sweep.unvalidated and not ddp.unvalidated and llm.prediction.regime.unvalidated == ""
+    assert ddp.to_json()["validation"] == trust_of(ddp.trust.regime).to_json()
+    assert llm.to_json()["validation"] == trust_of(llm.prediction.regime).to_json()
+    for job in (sweep, ddp, llm):
+        found = _validations(job.to_json())
+        assert found and all("unvalidated_why" not in v and v.get("measured_over_predicted_time") for v in found)
+        assert "no band" not in render(job)
+
+
+def test_a_plan_leaves_such_rows_out_and_says_why_where_they_are_ranked():
+    """A plan (sweep rows flattened from the same answers): a row the machine's rule marks is left out unless
+    --include-unvalidated, counted under its regime with the machine named; ranked, its line says no band and why."""
+    from simcluster.plan import search
+    from simcluster.report import html
+    from simcluster.report.plan import answer_text
+
+    why = machine_shape_why(72, "")
+    row = {"status": "ok", "point_hash": "r", "cost.time_to_train_s": 50.0, "cost.total": 10.0, "cost.energy_kWh": 1.0,
+           "jobs[0].tokens_per_s": 2e7, "jobs[0].validation.status": "unvalidated",
+           "jobs[0].validation.regime": "llm | Megatron/NeMo | TP | bf16", "jobs[0].validation.rows": 153,
+           "jobs[0].validation.sources": 12, "jobs[0].validation.unvalidated_why": why}
+    plan = search.PlanSpec(None, 1e9, 100.0, ())
+    left = search.answer([row], plan)
+    assert left["excluded_unvalidated"] == {"llm | Megatron/NeMo | TP | bf16, on a machine unvalidated whatever the "
+                                            "regime": 1} and left["cheapest_within"] is None
+    ranked = search.answer([row], plan, include_unvalidated=True)
+    text = answer_text(ranked)
+    assert f"cheapest: unvalidated, no band: {why}, regime llm | Megatron/NeMo | TP | bf16" in text, text
+    page = html._answer(ranked)
+    assert "Cheapest: unvalidated, regime llm | Megatron/NeMo | TP | bf16; no band: across NVLink domains of 72 GPUs" in page
