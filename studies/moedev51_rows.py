@@ -35,11 +35,14 @@ SOURCE_FACTS = {
         ("moe_grouped_gemm false: SequentialMLP, one TE linear pair per local expert (yaml L51)",
          "not priced as its own calls: 1 local expert at EP 8 (the same), 2 / 4 at 8 / 16 GPUs (one call a group counted)"),
         ("the EP group leaves the node from 16 GPUs (TP 4 with EP 4 at 16 GPUs, EP 8 from 32: the EP ranks 4 apart, 2 a "
-         "node); measured per-GPU throughput is flat from 8 to 2048 GPUs (MFU 0.454 -> 0.410 BF16)", "the model exposes "
-         "20-28% (BF16) / 25-35% (FP8) of the step as EP alltoall from 16 GPUs up (the 8-GPU rows, EP 2 inside the node: "
-         "5-6%): the miss grows with the EP leaving the node (8 GPUs -3.9..-5.8%, 16 GPUs -13.8..-17.3%, 32+ GPUs "
-         "-12.8..-24.7%); not a recipe setting, the inter-node alltoall's price (the NIC card roce-400g stands in for "
-         "DGX Cloud's unstated network)"),
+         "node); DGX H100 has one 400 Gb/s compute NIC per GPU (dgxc-benchmarking v25.02 8f5cbb3 README.md L80, L91-92); "
+         "measured per-GPU throughput is flat from 8 to 2048 GPUs (MFU 0.454 -> 0.410 BF16)", "PRICED since session 52's "
+         "moe52: the alltoall across nodes at each GPU's own NIC (48.65 GB/s on roce-400g); before, a group view of 2 "
+         "ranks a node read as 2 GPU ports for 8 NICs, each rank at a quarter of its NIC (13.3 GB/s: "
+         "collectives/cluster.PCIE_BY_WIRED_GPUS), the exposed EP 20-35% of the step from 16 GPUs up; "
+         "studies/moe52_grok.txt prints every row before / after"),
+        ("NCCL_P2P_NET_CHUNKSIZE=2097152 (grok1/configure.sh L31 at v25.02): NCCL's network p2p chunk 2 MiB, 16x the "
+         "default 128 KiB", "not priced: the model's alltoall runs at the NIC's payload rate at any chunk size"),
         ("ub_tp_comm_overlap true, overlap_p2p_comm true, gc_interval 40, aux loss 0.01, the vocabulary padded to 128 x TP",
          "TP overlap priced (llm/overlap); overlap_p2p_comm, GC, aux loss, vocabulary padding not priced (the file's notes)")],
     "megatron-bridge-25.09-dgx-h100-moe": [
@@ -51,12 +54,16 @@ SOURCE_FACTS = {
         ("row 0 (DeepSeek-V3): overlap_grad_reduce False on H100, precision-aware optimizer, MTP 1 layer, manual GC",
          "grad reduce overlapped by the model; optimizer fp32 Adam; MTP priced; GC not (the file's notes)")],
     "megatron-bridge-skills-moonlight16b-h100-bf16": [
-        ("moe_router_fusion False (recipes/moonlight/h100/moonlight_16b.py at 600d069b): Megatron's unfused TopKRouter",
-         "NOT priced: llm/moe_graphs counts 7 ungraphed router calls (the fused router's); Megatron-Core 0.14.0's unfused "
-         "TopKRouter launched 44 kernels a forward and 38 a backward on this layer (calibration/h200x1-mcrouter50-2026-12-01 "
-         "readout.txt, moonlight-ep8: 44 k forward, 82 k forward + backward): ~36 more forward host calls a layer pass; at "
-         "llm/moe_graphs.HOST_CALL_S 40 us x 26 MoE layers ~37 ms of a 457 ms step, forward only (an estimate printed, "
-         "not applied: it needs a recipe switch and a count at the run's Megatron-Core 24bad8e6)"),
+        ("moe_router_fusion False (recipes/moonlight/h100/moonlight_16b.py at 600d069b): Megatron's unfused TopKRouter; "
+         "its router config (models/deepseek/deepseek_v3_bridge.py L66-75: sigmoid, expert bias, seq_aux_loss, "
+         "moe_router_dtype fp32, pre_softmax; n_group / topk_group mapped from the HF config, conversion/model_bridge.py "
+         "L487-488, Moonlight's values not read here: counted at 1 / 1 and unset)",
+         "NOT priced: llm/moe_graphs counts 7 ungraphed router calls (the fused router's); mcrouter50 measured "
+         "Megatron-Core 0.14.0's unfused router at 44 kernels a forward, 82 forward + backward, in aux_loss / bf16 / "
+         "no groups (calibration/h200x1-mcrouter50-2026-12-01 readout.txt, moonlight-ep8); at the run's Megatron-Core "
+         "24bad8e6 with the recipe's settings the CPU leaf-op proxy counts 53 / 94 (groups 1 / 1; 44 / 85 unset; "
+         "0.14.0: 55 / 96; the proxy read 44 / 83 where the GPU counted 44 / 82): neither the version nor the config of the measurement "
+         "(studies/moe52_router_count.txt), so not applied (session 52 moe52)"),
         ("TP 2 with sequence parallel (the recipe): the router on the SP shard", "PRICED since moedev51 (small: E 64, h 2048)"),
         ("GBS 4 on dp 4: one micro-batch a step; manual_gc every 5 steps; precision-aware optimizer with bf16 moments; "
          "routing not force-balanced (mock data, no moe_router_force_load_balancing)",
@@ -177,14 +184,15 @@ def main() -> int:
 
 def steps() -> int:
     """--steps (mendC51, cold review C51 items 3 and 8): moedev51's changes added in turn, one switch each
-    (heldout/registration.moedev51_facts): the development rows' mean |error| after each, and one Grok-1 layer's
-    permutation ms (v25.02 row 2: TP 4, expert TP 4, EP 8) before and after the expert-TP permute fact."""
-    from simcluster.heldout.registration import before_moedev51, moedev51_facts
+    (heldout/registration.moedev51_facts), then session 52 moe52's (registration.moe52_facts): the development rows'
+    mean |error| after each, and one Grok-1 layer's permutation ms (v25.02 row 2: TP 4, expert TP 4, EP 8) before and
+    after the expert-TP permute fact."""
+    from simcluster.heldout.registration import before_moedev51, moe52_facts, moedev51_facts
 
     def read(rows) -> dict:
         return {(s, i): (100 * p.error, p) for s, i, p in rows}
 
-    with before_moedev51():
+    with before_moedev51(), moe52_facts(False):
         base = read(rows_now())
     grok = ("llm-dgxc-benchmarking-v25.02-grok1-h100", 2)
     turns = [("before moedev51 (the table keyed as session 50, the three facts off)", None)]
@@ -192,20 +200,22 @@ def steps() -> int:
         ("the table re-keyed by the tokens measured, the three facts off", (False, False, False)),
         ("+ 1 the router on the rank's sequence shard", (True, False, False)),
         ("+ 2 no dispatcher sync under capacity padding (Megatron-Core >= 0.11 files only)", (True, True, False)),
-        ("+ 3 the expert-TP permute / unpermute on the rank's own rows (= now)", (True, True, True)))]
-    print("moedev51's changes added in turn over the 70 development MoE rows (mean |error|, row-weighted and each file once;")
-    print("within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 = Megatron-Bridge 25.09's 3; permute ms = one layer's")
-    print("forward + backward permutation ops of v25.02 row 2")
+        ("+ 3 the expert-TP permute / unpermute on the rank's own rows (= session 51's end)", (True, True, True)),
+        ("+ 4 (session 52 moe52) a NIC's PCIe share over the node's wired GPUs, not the EP group's ranks a node (= now)",
+         (True, True, True, True)))]
+    print("moedev51's (session 51) and moe52's (session 52) changes added in turn over the 70 development MoE rows (mean |error|,")
+    print("row-weighted and each file once; within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 = Megatron-Bridge")
+    print("25.09's 3; permute ms = one layer's forward + backward permutation ops of v25.02 row 2")
     mean = lambda v: sum(map(abs, v)) / len(v)   # noqa: E731
     for label, facts in turns:
         if facts is None:
             rows = base
         else:
-            with moedev51_facts(*facts):
+            with moedev51_facts(*facts[:3]), moe52_facts(len(facts) > 3):
                 rows = read(rows_now())
                 perm = layer_split(rows[grok][1])["permute"]
         if facts is None:
-            with before_moedev51():
+            with before_moedev51(), moe52_facts(False):
                 perm = layer_split(base[grok][1])["permute"]
         errs = {k: e for k, (e, _) in rows.items()}
         files: dict = {}

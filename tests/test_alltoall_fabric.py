@@ -117,3 +117,30 @@ def test_node_shifts_and_rounds():
 def test_deterministic():
     a, b = alltoall(cluster(4, down_ports=2, oversubscription=2.0)), alltoall(cluster(4, down_ports=2, oversubscription=2.0))
     assert a.time_s == b.time_s
+
+
+def test_a_group_view_with_fewer_ranks_a_node_keeps_each_gpus_own_nic():
+    # session 52 moe52: llm/comm prices an EP group of 2 ranks a node (EP 8, 4 apart, on 4 nodes) on a copy of the
+    # Cluster with gpus_per_node 2. Behind a Gen5 x16 GPU port (53.0e9 B/s payload, above R) each GPU keeps its own
+    # 400G NIC: R per GPU, (n - G) / n = 6/8 of S over it. Before moe52 the copy read as 2 GPU ports for 8 NICs: each NIC
+    # at a quarter of a port, K r / G_node = 8 x 53.0e9 / 4 / 8 per GPU.
+    from simcluster.hardware import pcie
+    from simcluster.heldout.registration import moe52_facts
+
+    port = pcie.parse("gen5x16").payload_Bps
+    full = dataclasses.replace(cluster(4), gpu_pcie=pcie.parse("gen5x16"))
+    view = dataclasses.replace(full, gpus_per_node=2, job_nodes=4)
+    size = 25_165_824
+    p = predict_fabric(view, "alltoall", size)
+    assert p.breakdown["network_Bps_per_gpu"] == pytest.approx(R, rel=1e-12)
+    assert p.breakdown["network_s"] == pytest.approx(size * 6 / 8 / R, rel=1e-12)
+    assert p.breakdown["binding_limit"].startswith("NIC line rate (400 Gb/s")
+    with moe52_facts(False):
+        old = dataclasses.replace(full, gpus_per_node=2, job_nodes=4)
+        q = predict_fabric(old, "alltoall", size)
+        assert q.breakdown["network_Bps_per_gpu"] == pytest.approx(port / 4, rel=1e-12)
+        assert q.breakdown["binding_limit"] == "PCIe Gen5 x16 between GPU and NIC (one GPU's port for 4 NICs)"
+        # the whole node (G = 8 ranks a node) is the same either way: one NIC per GPU, R
+        assert predict_fabric(full, "alltoall", size).breakdown["network_Bps_per_gpu"] == pytest.approx(R, rel=1e-12)
+    # the rings' node share reads the Cluster's own limit, unchanged by the switch
+    assert view.nic_limit == old.nic_limit

@@ -17,6 +17,17 @@ from simcluster.hardware.pcie import PcieLink
 from simcluster.hardware.switch import AggregationParams
 from simcluster.network.platform import Platform
 
+# The alltoall's per-GPU NIC rate (collectives/fabric.Alltoall: K r / G_node) with a NIC's PCIe path shared by the node's
+# GPUs as the board wires them (Platform.gpus_per_node), not by a group's ranks on the node: llm/comm.collective_s prices
+# a group across nodes on a copy of the Cluster whose gpus_per_node is the group's ranks per node (2 of a DGX H100's 8
+# for an EP group 4 apart), which read as 2 GPU ports serving 8 NICs, each NIC at a quarter of a port (13.3 GB/s for
+# 400 Gb/s NICs behind PCIe Gen5 x16) while the node's 8 NICs stayed in K: each EP rank priced at a quarter of its own
+# NIC. DGX H100 wires one compute NIC per GPU (NVIDIA/dgxc-benchmarking v25.02 8f5cbb3 README.md L80, L91-92: 8 H100,
+# InfiniBand compute links 8x 400 Gbit/s). False: the copy's count, as before session 52 (moe52; the switch of
+# heldout/registration.moe52_facts, studies/moedev51_rows.py --steps). The rings' node share (ring_flows) and the
+# in-network stage read the Cluster's own nic_limit / pcie_per_nic, unchanged.
+PCIE_BY_WIRED_GPUS = True
+
 
 def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, ...] | None) -> bool:
     """NCCL runs no LL128 across nodes: the NICs hang off the CPU (GB200 trays) and the NCCL predates 2.27
@@ -49,11 +60,11 @@ class Cluster:
     def nodes(self) -> int:
         return self.job_nodes or self.platform.nodes
 
-    @functools.cached_property
-    def pcie_per_nic(self) -> tuple[float, str]:
+    def _pcie_per_nic(self, gpus: int) -> tuple[float, str]:
         """(payload bytes/s, name) of the PCIe path one NIC's traffic crosses between GPU memory and the NIC: the NIC's
-        own port and its GPU's port, which a GPU with several NICs (K > G) shares among them. inf where neither is known."""
-        k, g = max(1, self.platform.nics_per_node), max(1, self.gpus_per_node)
+        own port and its GPU's port, which a GPU with several NICs (K > G, `gpus` = G) shares among them. inf where
+        neither is known."""
+        k, g = max(1, self.platform.nics_per_node), max(1, gpus)
         options = []
         if self.gpu_pcie is not None:
             share = min(1.0, g / k)
@@ -64,15 +75,29 @@ class Cluster:
         return min(options) if options else (math.inf, "")
 
     @functools.cached_property
-    def nic_limit(self) -> tuple[float, str]:
-        """(bytes/s, name) of what one NIC moves for its GPU at most: its transport (the wire's payload rate, or for
-        TCP the host cores it may use) and the PCIe path to it."""
+    def pcie_per_nic(self) -> tuple[float, str]:
+        """_pcie_per_nic over this Cluster's gpus_per_node (a group view's ranks per node where llm/comm made one)."""
+        return self._pcie_per_nic(self.gpus_per_node)
+
+    def _nic_limit(self, pcie: tuple[float, str]) -> tuple[float, str]:
         k = max(1, self.platform.nics_per_node)
         rate = self.nic.rate_Bps(self.nic_streams, self.host_cores / k)
         name = (f"NIC line rate ({self.nic.line_rate_Bps * 8 / 1e9:g} Gb/s x {self.nic.efficiency:g} payload)"
                 if rate >= self.nic.wire_limit_Bps * (1 - 1e-9) else f"host cores for TCP ({self.host_cores / k:g} per NIC)")
-        pcie_Bps, pcie_name = self.pcie_per_nic
-        return (pcie_Bps, pcie_name) if pcie_Bps < rate else (rate, name)
+        return pcie if pcie[0] < rate else (rate, name)
+
+    @functools.cached_property
+    def nic_limit(self) -> tuple[float, str]:
+        """(bytes/s, name) of what one NIC moves for its GPU at most: its transport (the wire's payload rate, or for
+        TCP the host cores it may use) and the PCIe path to it."""
+        return self._nic_limit(self.pcie_per_nic)
+
+    @functools.cached_property
+    def wired_nic_limit(self) -> tuple[float, str]:
+        """nic_limit with the PCIe path shared as the node wires it (Platform.gpus_per_node GPUs for its K NICs), not as
+        a group view's ranks per node (PCIE_BY_WIRED_GPUS; the alltoall's per-GPU rate, collectives/fabric.Alltoall)."""
+        wired = self.platform.gpus_per_node if PCIE_BY_WIRED_GPUS and self.platform.gpus_per_node else self.gpus_per_node
+        return self._nic_limit(self._pcie_per_nic(wired))
 
     @property
     def nic_rate_Bps(self) -> float:

@@ -300,7 +300,7 @@ class Alltoall:
         if call.nodes > plat.nodes:
             raise SimclusterError(f"alltoall over {call.nodes} nodes on a machine of {plat.nodes}")
         k = plat.nics_per_node
-        r = cluster.nic_rate_Bps
+        r, nic_name = cluster.wired_nic_limit
         phi = max(1.0, r * unit_link_load(plat, call.nodes, cluster.pxn))
         per_gpu = k * r / (plat.gpus_per_node or g) / phi
         net_bytes = s * (n - g) / n
@@ -309,7 +309,7 @@ class Alltoall:
         t_net, t_nvl = net_bytes / per_gpu, nvl_bytes / b_a2a
         rounds = p2p_rounds(n, graphs(cluster.nccl_topology)["coll_channels"])
         latency = call.base + rounds * call.l_step() + call.rendezvous(None, "Simple", s / n)
-        net = cluster.nic_limit[1] if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
+        net = nic_name if phi <= 1.0 else f"fabric links on the alltoall's routes ({phi:.2f}x what they carry)"
         binds = binding(latency, {"NVLink (the intra card's alltoall rate)": t_nvl, net: t_net})
         return latency + max(t_net, t_nvl), {"network_Bps_per_gpu": per_gpu, "fabric_excess": phi, "network_s": t_net,
                                              "nvlink_s": t_nvl, "nvlink_Bps": b_a2a, "p2p_rounds": rounds, "pxn": cluster.pxn,

@@ -76,10 +76,11 @@ def _router_term_as(state: tuple):
 
 @contextmanager
 def moedev51_off():
-    """Session 51's moedev51 source facts off inside the block (moedev51_facts with all three off), restored after: the
-    model every set registered before it priced (_router_term_as's handles; the read-outs that set the term's table
+    """Session 51's moedev51 source facts off inside the block (moedev51_facts with all three off), and session 52's
+    moe52 fact (moe52_facts off: every set registered before moedev51 was registered before moe52 too), restored after:
+    the model every set registered before it priced (_router_term_as's handles; the read-outs that set the term's table
     themselves, validation/moeker50.py and moelab49b.py, price inside it)."""
-    with moedev51_facts(router=False, pad=False, permute=False):
+    with moedev51_facts(router=False, pad=False, permute=False), moe52_facts(False):
         yield
 
 
@@ -100,6 +101,21 @@ def moedev51_facts(router: bool, pad: bool, permute: bool):
         moe_router_term.set_sp_shard(sp)
         moe_sync.PAD_NO_SYNC, ops.PERMUTE_OWN_ROWS = was_pad, own
         op_price.forget()
+
+
+@contextmanager
+def moe52_facts(pcie_wired: bool):
+    """Session 52's moe52 source fact on or off inside the block: `pcie_wired` a NIC's PCIe share counted over the node's
+    wired GPUs, not a group view's ranks per node (collectives/cluster.PCIE_BY_WIRED_GPUS: an EP alltoall across nodes
+    with 2 of 8 ranks a node was priced at a quarter of each GPU's NIC); restored after (studies/moedev51_rows.py --steps)."""
+    from simcluster.collectives import cluster
+
+    was = cluster.PCIE_BY_WIRED_GPUS
+    cluster.PCIE_BY_WIRED_GPUS = bool(pcie_wired)
+    try:
+        yield
+    finally:
+        cluster.PCIE_BY_WIRED_GPUS = was
 
 
 def before_moedev51():

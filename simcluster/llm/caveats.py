@@ -10,9 +10,10 @@ from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
 # its figures are today's predictions: tests/test_llm_caveats_moe.py (slow) recomputes them (studies/moe_adopt50_reading.py)
-MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 18.5% mean "
-                "|error| (14 within 10%; 33 slow beyond 10%, Grok-1's 32 among them where TE's fused permute runs, and 23 "
-                "fast; each of their 13 sources once 17.6%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 11.0% mean "
+                "|error| (45 within 10%; 1 slow beyond 10%, Grok-1's 0 among them since session 52 priced its EP "
+                "alltoall across nodes at each GPU's own NIC, and 24 "
+                "fast; each of their 13 sources once 15.4%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
                 "files 11 of 13 rows fast beyond 10%) and are development for the term (llm/moe_router_term.py, on for "
                 "megatron and megatron-te-fa2; its router priced at the GPU's kernel time since session 50, the host's "
                 "launch gaps left to the host terms); 11 later rows from 2 sources are held out, 8.0%, not met (the "
