@@ -1,0 +1,86 @@
+"""The published file session 52 (publ52, issue 44) recorded: NVIDIA's NeMo Megatron 22.08 launcher README scaling tables
+(GPT-3 5B on 1-32 and 175B on 8-128 DGX A100 80GB nodes), a held-out Megatron/NeMo source outside dgxc-benchmarking.
+Transcription checks (the printed speed-up row against the recorded tokens, the layouts against the GPU counts, the
+padded vocabularies), the rows compared, held out and in their family, and the errors they were predicted once with."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import ROOT, published_llm_validation
+
+PUBLISHED = ROOT / "calibration" / "published"
+NAME = "llm-nemo-megatron-launcher-22.08-gpt3-a100.yaml"
+DOC = yaml.safe_load((PUBLISHED / NAME).read_text())
+# the README's printed 'Speed-up' rows at 3579cdb3 (tokens / the first column's tokens, two decimals)
+SPEEDUP = {"5B": (1, 1.98, 4.01, 7.75, 16.35, 28.73), "175B": (1, 1.99, 3.94, 7.76, 14.62)}
+NODES = {"5B": (1, 2, 4, 8, 16, 32), "175B": (8, 16, 32, 64, 128)}
+
+
+def _runs(size):
+    return [r for r in DOC["runs"] if f", {size}, " in r["table"]]
+
+
+@pytest.mark.parametrize("size", ["5B", "175B"])
+def test_recorded_tokens_reproduce_the_printed_speed_up_row(size):
+    """Each recorded 'Tokens per Second' over its table's first gives the README's printed speed-up (to its 0.01), and the
+    row's GPUs are its node count x 8, its data parallelism GPUs / (TP x PP)."""
+    runs = _runs(size)
+    assert len(runs) == len(SPEEDUP[size])
+    first = runs[0]["measured"]["tokens_per_s"]
+    for run, printed, nodes in zip(runs, SPEEDUP[size], NODES[size], strict=True):
+        assert run["measured"]["tokens_per_s"] / first == pytest.approx(printed, abs=0.006), run["table"]
+        assert run["gpus"] == 8 * nodes and f" {nodes} node" in run["table"]
+        par = run["parallel"]
+        assert par["tp"] * par["pp"] * par["dp"] == run["gpus"]
+
+
+def test_vocabularies_are_gpt2_padded_to_128_times_tp_and_the_configs_are_the_named_ones():
+    def padded(v, tp):
+        return -(-v // (128 * tp)) * 128 * tp
+
+    models = DOC["simcluster"]["assumptions"]["models"]
+    assert models["GPT-3 5B (NeMo Megatron 22.08)"]["vocab"] == padded(50257, 1) == 50304
+    assert models["GPT-3 175B (NeMo Megatron 22.08)"]["vocab"] == padded(50257, 8) == 51200
+    assumed = DOC["simcluster"]["assumptions"]
+    assert (assumed["micro_batch"], assumed["global_batch"], assumed["zero"]) == (2, 2048, 1)
+    assert {r["parallel"]["recompute"] for r in _runs("5B")} == {"none"} and {r["parallel"]["recompute"] for r in _runs("175B")} == {"selective"}
+
+
+@pytest.fixture(scope="module")
+def validation():
+    return published_llm_validation([PUBLISHED / NAME])
+
+
+def test_every_row_is_compared_held_out_and_megatron_nemo(validation):
+    """No row is left out (runs_not_compared empty); each is held out, not development, in the Megatron/NeMo family; the
+    file carries its expectation and no source_group (its own source)."""
+    assert not DOC["simcluster"].get("runs_not_compared") and "EXPECTATION" in DOC["notes"]
+    assert DOC["simcluster"]["held_out"] is True and "source_group" not in DOC["simcluster"]
+    rows = [r for r in validation.rows if r.error is not None]
+    assert len(rows) == 11 and not validation.skipped
+    assert all(r.held_out and not r.development_for and r.family == "Megatron/NeMo" for r in rows)
+
+
+# the 11 rows' errors as predicted once on 48976f09's model (validation/publ52-nemo-launcher-predicted-once.txt; + = fast)
+PREDICTED_ONCE = {0: +0.0679, 1: +0.0715, 2: +0.0499, 3: +0.0777, 4: +0.0128, 5: +0.1359,
+                  6: +0.2986, 7: +0.2883, 8: +0.2804, 9: +0.2585, 10: +0.2609}
+
+
+def test_the_rows_errors_are_still_the_predicted_once_ones(validation):
+    """As session 51's records test: a model change that moves these rows fails here; a change that moves them on purpose
+    updates this table and says so in llm-findings (the predicted-once file stays as it was)."""
+    got = {r.run: r.error for r in validation.rows if r.error is not None}
+    assert got.keys() == PREDICTED_ONCE.keys()
+    for run, error in PREDICTED_ONCE.items():
+        assert got[run] == pytest.approx(error, abs=0.0005), run
+
+
+def test_the_families_print_names_it(validation):
+    from simcluster.reference.families import FamilyValidation
+    from simcluster.report.validation import render
+
+    fams = {f["family"]: f for f in FamilyValidation(validation).families()}
+    assert fams["Megatron/NeMo"]["held_out"]["rows"] == 11
+    lines = {tuple(x.split()[:3]): x for x in render(FamilyValidation(validation)).splitlines() if len(x.split()) > 3}
+    assert "nemo-megatron-launcher-22.08-gpt3-a100" in lines[("Megatron/NeMo", "held", "out")]
