@@ -38,7 +38,8 @@ REGIME = "llm | PyTorch eager | single+host-bound | bf16"
 # the calls of the regime's error-band rows (eager5's second lease is its own call, one source with eager5's registration)
 TABLE_SETS = ("h200x1-llm-compile-2026-11-29", "h200x1-llm-eager5-2026-11-29", "h200x1-llm-eager5-lease2-2026-11-29",
               "h200x2-eager-pphost-2026-11-29", "h200x2-eager-today-2026-11-30", "h200x2-hostsingle-2026-11-30",
-              "h200x1-hb49-2026-12-01")   # session 49's hb-0.8b row
+              "h200x1-hb49-2026-12-01",   # session 49's hb-0.8b row
+              "h200x1-lab1x52-2026-12-01")   # session 52's three host-bound rows
 # the table's rows from checkpointed steps (the ckpt host term re-filed them host-bound, session 44 hostproduct): not
 # single processes, so not in this study's processes (cold review C item 1)
 CKPT_TABLE_SETS = ("llm-eager-regimes-2026-11-28", "h200x2-opcheck-2026-11-30")   # opcheck's ckhb-0.5b (session 45)

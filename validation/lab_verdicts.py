@@ -5,7 +5,13 @@ copy of these lines as it ran; the regime key, the verdict and its text are impo
 
 from __future__ import annotations
 
-from validation.lab1x51 import figures_text, regime_key, verdict
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from validation.lab1x51 import figures_text, regime_key, verdict  # noqa: E402
 
 
 def move_lines(regime: str, mine: list, live: list, today_sets: set[str], target_pct: float) -> dict[str, str]:
@@ -31,3 +37,10 @@ def other_line(mine: list, regimes: tuple[str, ...]) -> dict[str, str]:
     """'V other' where `mine` holds rows in regimes (registered flags) outside `regimes`, else nothing."""
     others = sorted({r.regime.split(' | ')[2] for r in mine} - set(regimes))
     return {"V other": f"rows in regimes this set did not aim at (registered flags): {', '.join(others)}"} if others else {}
+
+
+if __name__ == "__main__":   # a library of read-out lines: run alone it takes no argument and prints what it is
+    from simcluster import script_args
+
+    script_args.check(usage="no argument (rule V's shared lines, imported by validation/lab1x52.py)")
+    print(__doc__.splitlines()[0])

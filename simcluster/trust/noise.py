@@ -289,19 +289,23 @@ FLOOR_VERDICTS = (
     FloorVerdict("llm | PyTorch eager | TP+host-bound | bf16", 4, 4, 1, 13.21, (
         FloorCheck(OWN, 4, 0, None),
     )),  # no floor: too few repeats
-    FloorVerdict("llm | PyTorch eager | single+host-bound | bf16", 1, 13, 8, 9.03, (
-        FloorCheck(OWN, 22, 7, (9.08, 8.66), 10.83, 9.08, 1.74, 1.89,
-                   7.34, 4.66, 2.44, False),
-        FloorCheck("studies/single_host_noise.py", 43, 13, (10.64, 11.11), 18.88, 10.64, 8.24, 4.01,
-                   10.5, 10.38, 3.27, False),
-    )),  # model-limited (session 49: hb49's hb-0.8b row and its processes; 12 rows / 7 sets, 8.86% before)
-    FloorVerdict("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1, 8, 5, 7.46, (
-        FloorCheck(OWN, 24, 5, (8.28, 8.99), 9.21, 8.28, 0.93, 0.88,
-                   6.68, 0.35, 4.76, True),
-    ), mean_se_pct=2.57, each_set_pct=9.81, rows_outside_largest=4),
-    # thin, session 50 (each source once 9.8%; mean + 1 se 10.0%); met: no mark, no record, since session 49 (hb49's
-    # rows; cold review B49 called it thin); undecided: test too weak before. Session 51 (lab1x51's rows): single+compile+ckpt
-    # (7 rows, 3 sets, 4.7%) and single+sac-op (17 rows, 9 sets, 6.3%) read met: no mark, their thin records dropped
+    FloorVerdict("llm | PyTorch eager | single+host-bound | bf16", 1, 16, 9, 9.10, (
+        FloorCheck(OWN, 31, 10, (8.51, 8.17), 10.24, 8.51, 1.73, 1.25,
+                   6.51, 3.23, 2.61, False),
+        FloorCheck("studies/single_host_noise.py", 52, 16, (9.94, 11.07), 16.44, 9.94, 6.50, 3.20,
+                   10.37, 9.91, 3.07, True),
+    )),  # model-limited (session 49: hb49's hb-0.8b row and its processes; 12 rows / 7 sets, 8.86% before; session 52:
+    # lab1x52's three rows, registered before their run, -9.9 / -12.3 / -6.0% (the model fast on that lease, slow on hb49's):
+    # 13 rows / 8 sets 9.03% -> 16 / 9, 9.10%)
+    FloorVerdict("llm | PyTorch eager | single+sac-op+host-bound | bf16", 1, 10, 6, 8.35, (
+        FloorCheck(OWN, 30, 7, (7.94, 8.85), 9.68, 7.94, 1.75, 0.95,
+                   6.68, -1.80, 4.44, True),
+    )),
+    # model-limited since session 52 (lab1x52's two op rows, registered before their run, -13.8 / -10.0%: the regime
+    # sank from thin (8 rows, 5 sets, 7.5%; each source once 9.8%) to a miss, 10 rows / 6 sets 8.35%); met: no mark, no
+    # record, since session 49 (hb49's rows; cold review B49 called it thin); undecided: test too weak before. Session 51
+    # (lab1x51's rows): single+compile+ckpt (7 rows, 3 sets, 4.7%) and single+sac-op (17 rows, 9 sets, 6.3%) read met: no
+    # mark, their thin records dropped
 )
 
 
