@@ -27,8 +27,12 @@ miss; a `*` source keeps its normal partners). On those rows, the partners' mean
 measurement used as the prediction, scored as the model is: the floor) against the model's held-out mean |error| on the
 same rows: at the noise floor where the model is no worse than the partners, else a model miss. A source with no such
 row is judged on its machine kind: its held-out mean |error| against the 80th percentile of that kind's cross-source
-file-pair medians (`kind`); a kind with no cross-source pair: not told. Nothing is fitted; the rule was written before
-the first print (development: it was not registered, and the counts below were read once it ran).
+file-pair medians; a kind with no cross-source pair: not told. A source's verdict: model miss where a judged part is
+above its floor, noise floor where every part is judged and at or under it, partly told where the judged part is at its
+floor and the rest is not, not told where nothing is judged. Nothing is fitted. Development, not registered: the
+matching rule was set after a first listing of the records' run fields and groups, and the verdict rule was revised once
+after its first print (that print judged a source with paired rows on those rows alone; judging its other rows against
+its kind's spread too was added after it, and moved one label: Voltage Park, noise floor -> model miss).
 
     python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
 """
