@@ -1,0 +1,341 @@
+"""How far apart do published multi-node nccl-tests runs of one machine kind disagree? (issue 41, session 52, helper
+fabnoise52). Measurement against measurement first (no model in part 1-2), then the model's held-out error beside it.
+
+The rows: every row `simcluster validate --published nccl --held-out-systems` judges (calibration/published/nccl-*.yaml
+with a scenario, out-of-scope files excluded; busbw at >= 64 MiB, or a peak over the source's range) that runs on 2 or
+more nodes. Out-of-place busbw only: the in-place column is the same process a moment later, not a repeat of the run.
+
+The matching rule (two rows are one configuration when ALL of these are equal):
+    machine kind   the GPU system.gpu names (reference.source_gpu: A100, H100, H200, B200, GB200), the link across nodes
+                   (machine_models.network_link of the file's scenario: rdma-ib, rdma-roce, rdma-efa, or one NVLink
+                   domain's), the node's NIC bandwidth (the scenario's nic.per_node x the card's line rate, Gb/s; 0 in
+                   one NVLink domain) and system.gpus_per_node;
+    row            node count, collective (canonical op), the sizes (exact bytes; a peak row only matches a peak row over
+                   the same sizes), the forced algorithm (none = NCCL's choice), the `nvls` flag and the forced protocol.
+The scenario is read only for its stated machine (NIC count and rate, from the source or its provider's spec); nothing
+the model computes enters the key. Relation of a pair: the same file (one source measured one configuration twice), the
+same source (source_group: one system, several files), or different sources (independent measurements of the kind).
+
+Spread of a pair: |a/b - 1| with a the larger busbw (the larger of the two orientations). Pairs of one file pair share
+their two clusters, so the summaries also take each file pair once (its median over sizes). Median and 80th percentile
+(numpy linear interpolation). `*`: a file the held-out check marks an outlier (its own cards miss its median row by more
+than 1.5x: a slow cluster of an issue thread); the summaries are printed with and without the pairs that touch one.
+
+Part 3, the model beside the floor, per source (a source_group's files together): its rows that have a partner row of
+the same configuration from another source (partners marked `*` are left out: a known slow cluster would excuse any
+miss; a `*` source keeps its normal partners). On those rows, the partners' mean |partner / row - 1| (another source's
+measurement used as the prediction, scored as the model is: the floor) against the model's held-out mean |error| on the
+same rows: at the noise floor where the model is no worse than the partners, else a model miss. A source with no such
+row is judged on its machine kind: its held-out mean |error| against the 80th percentile of that kind's cross-source
+file-pair medians; a kind with no cross-source pair: not told. A source's verdict: model miss where a judged part is
+above its floor, noise floor where every part is judged and at or under it, partly told where the judged part is at its
+floor and the rest is not, not told where nothing is judged. Nothing is fitted. Development, not registered: the
+matching rule was set after a first listing of the records' run fields and groups, and the verdict rule was revised once
+after its first print (that print judged a source with paired rows on those rows alone; judging its other rows against
+its kind's spread too was added after it, and moved one label: Voltage Park, noise floor -> model miss).
+
+    python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
+"""
+
+import dataclasses
+import sys
+from collections import defaultdict
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+PUBLISHED = ROOT / "calibration" / "published"
+TARGET_PCT = 10.0
+FAMILY = {"rdma-efa": "EFA", "rdma-ib": "InfiniBand", "rdma-roce": "RoCE"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    file: str
+    source: str
+    run: int
+    kind: tuple            # (gpu, link, node NIC Gb/s, gpus per node)
+    key: tuple             # (nodes, op, peak, sizes, forced algorithm, nvls, protocol)
+    busbw_GBps: float
+    model_pct: float       # the held-out check's error for this row, %
+    outlier: bool
+    approximate: bool
+    regime: str = ""       # the error-band table's regime of the row (validate --published nccl's ReferenceRow.regime)
+
+    @property
+    def config(self) -> tuple:
+        return self.kind + self.key
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    a: Row
+    b: Row
+
+    @property
+    def relation(self) -> str:
+        if self.a.file == self.b.file:
+            return "same file"
+        return "same source" if self.a.source == self.b.source else "different sources"
+
+    @property
+    def spread_pct(self) -> float:
+        hi, lo = max(self.a.busbw_GBps, self.b.busbw_GBps), min(self.a.busbw_GBps, self.b.busbw_GBps)
+        return (hi / lo - 1) * 100
+
+    @property
+    def outlier(self) -> bool:
+        return self.a.outlier or self.b.outlier
+
+
+def kind_label(kind: tuple) -> str:
+    gpu, link, bw, per_node = kind
+    net = f"{FAMILY.get(link, link)} {bw}G/node" if bw else f"{link} (one NVLink domain)"
+    return f"{gpu} x{per_node} {net}"
+
+
+def family_of(kind: tuple) -> str:
+    return f"{FAMILY.get(kind[1], kind[1])} {kind[0]}"
+
+
+def machine_kind(ref, nodes: int) -> tuple:
+    """(gpu, link across nodes, node NIC bandwidth in Gb/s, gpus per node) from the file's system and its scenario's
+    stated machine."""
+    from simcluster.machine_models import machine_nic, network_link
+    from simcluster.reference import source_gpu
+    from simcluster.scenario import load_variants
+
+    machine = load_variants(ref.file("scenario"), nodes)[0][1].machine
+    bw = 0
+    if machine.nic is not None and machine.domains > 1:
+        nic, _ = machine_nic(machine)
+        bw = round(machine.nic.per_node * nic.line_rate_Bps * 8 / 1e9)
+    return (source_gpu(ref) or "?", network_link(machine), bw, int(ref.system["gpus_per_node"]))
+
+
+def row_key(ref, run: dict, nodes: int, sizes: list[int], peak: bool) -> tuple:
+    from simcluster.collectives.schedule import canonical_op
+    from simcluster.reference import nccl
+
+    return (nodes, canonical_op(run["op"]), peak, tuple(sizes), nccl._forced(run), run.get("nvls"), run.get("protocol"))
+
+
+def collect() -> list[Row]:
+    """Every multi-node row the held-out check judges, with its configuration and its held-out error."""
+    from simcluster.reference import nccl
+    from simcluster.reference.nccl_held_out import held_out_systems, load_systems
+
+    systems = load_systems()
+    results = held_out_systems(systems=systems)
+    rows = []
+    for system, result in zip(systems, results, strict=True):
+        ref = nccl.read_nccl_file(PUBLISHED / f"{system.name}.yaml")
+        kinds, regimes = {}, {row.run: row.regime or "" for row in nccl.system_rows(ref)}
+        for r, err in zip(system.rows, result.row_errors_pct, strict=True):
+            run = ref.runs[r.run]
+            nodes = nccl.run_nodes(ref, run)
+            if nodes < 2:
+                continue
+            if nodes not in kinds:
+                kinds[nodes] = machine_kind(ref, nodes)
+            rows.append(Row(system.name, system.source, r.run, kinds[nodes], row_key(ref, run, nodes, r.sizes, r.peak),
+                            r.measured_Bps / 1e9, float(err), system.outlier, bool(run.get("approximate")),
+                            regimes.get(r.run, "")))
+    return rows
+
+
+def pairs_of(rows: list[Row]) -> list[Pair]:
+    """Every two rows of one configuration (the matching rule), in the rows' order."""
+    by = defaultdict(list)
+    for r in rows:
+        by[r.config].append(r)
+    return [Pair(a, b) for group in by.values() for a, b in combinations(group, 2)]
+
+
+def stats(values: list[float]) -> str:
+    if not values:
+        return "n 0"
+    v = np.array(values)
+    return f"n {len(v):3d}  median {np.median(v):5.1f}%  p80 {np.percentile(v, 80):5.1f}%  max {v.max():6.1f}%"
+
+
+def file_pair_medians(pairs: list[Pair]) -> dict[tuple, float]:
+    """Each file pair once: the median of its rows' spreads."""
+    by = defaultdict(list)
+    for p in pairs:
+        by[tuple(sorted((p.a.file, p.b.file)))].append(p.spread_pct)
+    return {k: float(np.median(v)) for k, v in by.items()}
+
+
+def floor_of(source: str, rows: list[Row], pairs: list[Pair]) -> dict[tuple, float]:
+    """(file, run) -> the partners' mean |partner / row - 1| % for each of `source`'s rows with a cross-source partner
+    (partners marked * left out)."""
+    partners = defaultdict(list)
+    for p in pairs:
+        if p.relation != "different sources":
+            continue
+        for mine, other in ((p.a, p.b), (p.b, p.a)):
+            if mine.source == source and not other.outlier:
+                partners[(mine.file, mine.run)].append((other.busbw_GBps, mine.busbw_GBps))
+    return {k: float(np.mean([abs(o / m - 1) for o, m in v]) * 100) for k, v in partners.items()}
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    source: str
+    kind: str
+    rows: int
+    held_out_pct: float          # the held-out check's figure for the source (all its rows, single-node ones included)
+    paired: int                  # its rows with a cross-source partner
+    floor_pct: float | None      # the partners' mean |error| on those rows
+    model_paired_pct: float | None
+    rest: int                    # its other multi-node rows
+    model_rest_pct: float | None
+    kind_p80_pct: float | None   # p80 of its kind's cross-source file-pair medians
+
+    @property
+    def parts(self) -> list[str]:
+        """Each judged part: 'floor' or 'miss'; 'untold' for rows no partner or kind spread can judge."""
+        out = []
+        if self.paired:
+            out.append("floor" if self.model_paired_pct <= self.floor_pct else "miss")
+        if self.rest:
+            out.append("untold" if self.kind_p80_pct is None else
+                       "floor" if self.model_rest_pct <= self.kind_p80_pct else "miss")
+        return out
+
+    @property
+    def verdict(self) -> str:
+        """model miss: a judged part is worse than its floor; noise floor: every part judged and at it; partly told:
+        the judged rows at their floor, the others not judged; not told: no row judged."""
+        parts = self.parts
+        if "miss" in parts:
+            return "model miss"
+        if "floor" in parts:
+            return "noise floor" if "untold" not in parts else "partly told (judged rows at the floor)"
+        return "not told: no other source of its kind"
+
+
+def _mean(xs: list[float]) -> float | None:
+    return float(np.mean(xs)) if xs else None
+
+
+def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, float]]) -> list[Verdict]:
+    """One Verdict per source with multi-node rows (module docstring, part 3)."""
+    cross = [p for p in pairs if p.relation == "different sources" and not p.outlier]
+    kind_p80 = {}
+    for kind in {r.kind for r in rows}:
+        medians = list(file_pair_medians([p for p in cross if p.a.kind == kind]).values())
+        kind_p80[kind] = float(np.percentile(medians, 80)) if medians else None
+    out = []
+    for source, (n, pct) in held_out.items():
+        mine = [r for r in rows if r.source == source]
+        if not mine:
+            continue
+        floors = floor_of(source, rows, pairs)
+        paired = [r for r in mine if (r.file, r.run) in floors]
+        rest = [r for r in mine if (r.file, r.run) not in floors]
+        out.append(Verdict(source, kind_label(mine[0].kind), n, pct, len(paired), _mean(list(floors.values())),
+                           _mean([abs(r.model_pct) for r in paired]), len(rest), _mean([abs(r.model_pct) for r in rest]),
+                           kind_p80[mine[0].kind]))
+    return out
+
+
+def _f(x: float | None) -> str:
+    return "    -" if x is None else f"{x:5.1f}"
+
+
+def main() -> None:
+    from simcluster.reference.nccl_held_out import held_out_systems, sources
+
+    rows = collect()
+    pairs = pairs_of(rows)
+    print("# Published multi-node nccl-tests rows of one machine kind measured more than once (studies/fabnoise52.py)")
+    print(f"# {len(rows)} multi-node rows, {len({r.file for r in rows})} files, {len({r.source for r in rows})} sources; "
+          f"{len(pairs)} pairs of one configuration (the module's matching rule)")
+    print("\n## 1. Every pair (spread = larger / smaller busbw - 1; * a file the held-out check marks outlier; ~ approximate row)")
+    print(f"{'machine kind':34s} {'nodes':>5s} {'op':10s} {'size':>9s} {'alg':5s} {'relation':17s} {'file a':38s} "
+          f"{'GB/s':>7s} {'file b':38s} {'GB/s':>7s} {'spread':>7s}")
+    for p in sorted(pairs, key=lambda p: (p.relation, kind_label(p.a.kind), p.a.key[0], p.a.key[1], p.a.key[3], p.a.file, p.b.file)):
+        nodes, op, peak, sizes, forced = p.a.key[:5]
+        size = "peak" if peak else (f"{sizes[0] >> 20}MiB" if len(sizes) == 1 else f"{len(sizes)} sizes")
+        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else ""))[:38] for r in (p.a, p.b)]
+        print(f"{kind_label(p.a.kind)[:34]:34s} {nodes:5d} {op:10s} {size:>9s} {(forced or '-')[:5]:5s} {p.relation:17s} "
+              f"{name[0]:38s} {p.a.busbw_GBps:7.2f} {name[1]:38s} {p.b.busbw_GBps:7.2f} {p.spread_pct:6.1f}%")
+
+    print("\n## 2. The spread (measurement against measurement; no model)")
+    for label, keep in (("all pairs", lambda p: True), ("without pairs touching a * file", lambda p: not p.outlier)):
+        chosen = [p for p in pairs if keep(p)]
+        print(f"### {label}")
+        for relation in ("same file", "same source", "different sources"):
+            these = [p for p in chosen if p.relation == relation]
+            print(f"  {relation:17s} rows:       {stats([p.spread_pct for p in these])}")
+            print(f"  {relation:17s} file pairs: {stats(list(file_pair_medians(these).values()))}")
+    print("### different sources, without * files, by NIC family / GPU (rows; file pairs once)")
+    cross = [p for p in pairs if p.relation == "different sources" and not p.outlier]
+    for fam in sorted({family_of(p.a.kind) for p in cross}):
+        these = [p for p in cross if family_of(p.a.kind) == fam]
+        print(f"  {fam:18s} rows: {stats([p.spread_pct for p in these])}   file pairs: "
+              f"{stats(list(file_pair_medians(these).values()))}")
+    print("### every file pair of different sources (median over its sizes)")
+    for (fa, fb), m in sorted(file_pair_medians([p for p in pairs if p.relation == "different sources"]).items()):
+        n = sum(1 for p in pairs if tuple(sorted((p.a.file, p.b.file))) == (fa, fb))
+        print(f"  {fa:44s} {fb:44s} {n:3d} rows  median {m:5.1f}%")
+
+    print("\n## 3. The model's held-out error beside the floor, per source (held-out: validate --published nccl --held-out-systems)")
+    held = {s.source: (s.rows, s.held_out_pct) for s in sources(held_out_systems())}
+    table = classify(rows, pairs, held)
+    print(f"{'source':44s} {'machine kind':30s} {'rows':>4s} {'held':>5s} {'pair':>4s} {'floor':>5s} {'model':>5s} "
+          f"{'rest':>4s} {'model':>5s} {'kind80':>6s}  verdict")
+    for v in table:
+        print(f"{v.source[:44]:44s} {v.kind[:30]:30s} {v.rows:4d} {v.held_out_pct:5.1f} {v.paired:4d} {_f(v.floor_pct)} "
+              f"{_f(v.model_paired_pct)} {v.rest:4d} {_f(v.model_rest_pct)} {_f(v.kind_p80_pct)}   {v.verdict}")
+    print("  held: the source's held-out mean |error| %; pair: its rows with a partner row of another source (not *); "
+          "floor / model: the partners' / the model's mean |error| % on them; rest: its other multi-node rows, the "
+          "model's mean |error| % on them against kind80, the 80th percentile of its kind's cross-source file-pair medians")
+    outside = [v for v in table if v.held_out_pct > TARGET_PCT]
+    single = sorted(s for s in set(held) - {v.source for v in table} if held[s][1] > TARGET_PCT)
+    print(f"\n### the {len(outside) + len(single)} sources outside {TARGET_PCT:.0f}% (held-out), by verdict")
+    for verdict in sorted({v.verdict for v in outside}):
+        names = [f"{v.source} ({v.held_out_pct:.1f}%)" for v in outside if v.verdict == verdict]
+        print(f"  {verdict} ({len(names)}): {', '.join(names)}")
+    if single:
+        print(f"  not told: one node only ({len(single)}): {', '.join(single)}")
+    medians = list(file_pair_medians([p for p in pairs if p.relation == "different sources" and not p.outlier]).values())
+    p80, top = float(np.percentile(medians, 80)), max(medians)
+    untold = [v for v in outside if v.verdict.startswith("not told")]
+    print(f"  the {len(untold)} not told against every kind's cross-source spread (file pairs without *: p80 {p80:.1f}%, "
+          f"max {top:.1f}%), an assumption that their kinds spread as the measured ones do: "
+          f"{sum(v.held_out_pct > top for v in untold)} above the max, {sum(v.held_out_pct > p80 for v in untold)} above the p80")
+    within = [v for v in table if v.held_out_pct <= TARGET_PCT]
+    print(f"### the {len(within)} multi-node sources within {TARGET_PCT:.0f}%: "
+          + ", ".join(f"{c} {sum(v.verdict == c for v in within)}" for c in sorted({v.verdict for v in within})))
+    print_regimes(rows, pairs)
+
+
+def print_regimes(rows: list[Row], pairs: list[Pair]) -> None:
+    """Part 4: by the error-band table's regime, the multi-node rows of files not marked * (a slow cluster's rows would
+    carry its distance from the class as a floor), those with a cross-source partner (not *): the partners' mean |error|
+    (the floor) and the model's held-out mean |error| on the same rows, beside all the regime's rows (* files' too)."""
+    floors = {}
+    for source in sorted({r.source for r in rows}):
+        floors |= floor_of(source, rows, pairs)
+    print("\n## 4. By error-band regime (the rows' regime in validate --published nccl; the model's error here is the "
+          "held-out check's)")
+    print(f"{'regime':78s} {'rows':>4s} {'model':>5s} {'pair':>4s} {'floor':>5s} {'model':>5s}")
+    for regime in sorted({r.regime for r in rows}):
+        mine = [r for r in rows if r.regime == regime]
+        paired = [r for r in mine if (r.file, r.run) in floors and not r.outlier]
+        print(f"{regime[:78]:78s} {len(mine):4d} {_mean([abs(r.model_pct) for r in mine]):5.1f} {len(paired):4d} "
+              f"{_f(_mean([floors[(r.file, r.run)] for r in paired]))} {_f(_mean([abs(r.model_pct) for r in paired]))}")
+    print("  rows / model: the regime's multi-node rows and the model's held-out mean |error| % on them; pair: those of a "
+          "file not * with a partner of another source; floor / model: the partners' / the model's mean |error| % on them")
+
+if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
+    raise SystemExit(main())
