@@ -118,6 +118,16 @@ def model_host_fwd_s() -> float:
     return FRAMEWORKS["megatron"].moe_sync_kernel_s + moe_graphs.ROUTER_CALLS * moe_graphs.HOST_CALL_S
 
 
+def mcrouter50_measured() -> dict:
+    """{pass: {us, kernels}} of mcrouter50's Megatron 0.14.0 (impl mcore, its configuration) on the layer: its bundle's runs
+    (printed beside this run's mcore-mcrouter50, the same configuration at 24bad8e6: the version's share)."""
+    from validation import mcrouter50
+
+    rec = mcrouter50.read_trace(mcrouter50.BUNDLE / "runs" / mcrouter50.TRACE)["records"]
+    return {p: {"us": round(1e6 * float(rec[(LAYER, p, "mcore", "kernels")]["time_s"]), 2),
+                "kernels": float(rec[(LAYER, p, "mcore", "kernels")]["n_kernels"])} for p in PASSES}
+
+
 def register(path: Path) -> None:
     import yaml
 
@@ -129,7 +139,8 @@ def register(path: Path) -> None:
            "table_sha256": hashlib.sha256(moe_router_term.TABLE_FILE.read_bytes()).hexdigest(),
            "band": BAND, "count_band": COUNT_BAND, "lease_band": LEASE_BAND, "rule": RULE, "consequence": CONSEQUENCE,
            "rows": {"predicted_us": us({LAYER: pred})[LAYER], "moeker50_kernels_us": us({LAYER: ref})[LAYER],
-                    "cpu_ops": cpu_ops(), "model_host_fwd_us": round(1e6 * model_host_fwd_s(), 2)}}
+                    "cpu_ops": cpu_ops(), "model_host_fwd_us": round(1e6 * model_host_fwd_s(), 2),
+                    "mcrouter50_mcore": mcrouter50_measured()}}
     write_registration(path, "# registered before the run (validation/moonrouter52.py --register): the priced router seconds of "
                        "the Moonlight rows' layer, moe52's CPU op count, the rules\n" + yaml.safe_dump(doc, sort_keys=False, width=140))
 
@@ -225,6 +236,11 @@ def show(res: dict) -> None:
     if hf > 0:
         print(f"# printed, judging nothing: {IMPL} host a forward {1e6 * hf:.1f} us / the model's host price of the ungraphed "
               f"router's forward {float(rows['model_host_fwd_us']):.1f} us = {1e6 * hf / float(rows['model_host_fwd_us']):.2f}")
+    for p, m in (rows.get("mcrouter50_mcore") or {}).items():
+        k = seconds(rec, "mcore-mcrouter50", p, "kernels")
+        print(f"# printed, judging nothing: mcrouter50's configuration {p}: 24bad8e6 here {1e6 * k:.1f} us "
+              f"({kernels(rec, 'mcore-mcrouter50', p):.0f} k) against 0.14.0 in calibration/h200x1-mcrouter50-2026-12-01 "
+              f"{float(m['us']):.1f} us ({float(m['kernels']):.0f} k)")
     for key in ("R", "K", "H", "L"):
         print(f"RULE {key}: {res['verdicts'][key]}")
     for key in ("R", "K", "H"):
