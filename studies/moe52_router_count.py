@@ -57,26 +57,38 @@ def stub_triton(torch) -> None:
     torch.cuda.current_device = lambda: "cpu"
 
 
-def router(torch, mods, bal, coeff, dtype, groups, gtop, pre, scale):
-    """fn(backward) of Megatron's TopKRouter in one configuration (the gating called as its own router_gating_linear on the
-    CPU, as studies/mcore_router_device.mcore_router does)."""
+def make_router(torch, mods, shape, bal, coeff, dtype, groups, gtop, pre, scale, act=None, dev="cpu"):
+    """Megatron's TopKRouter of `shape` (tokens, experts, hidden, top-k; sigmoid scores with the expert bias) in one
+    configuration, parameters in `act` (float32 unless told) on `dev`; on the CPU its gating called as its own
+    router_gating_linear (as studies/mcore_router_device.mcore_router does): Megatron's would move the weight to CUDA.
+    studies/moonrouter52_device.py builds the device's routers with it."""
     from megatron.core.transformer.moe import moe_utils
 
+    _t, e, h, k = shape
+    act = act or torch.float32
     cfg = mods["TransformerConfig"](
-        num_layers=1, hidden_size=H, num_attention_heads=8, num_moe_experts=E, moe_router_topk=K,
+        num_layers=1, hidden_size=h, num_attention_heads=8, num_moe_experts=e, moe_router_topk=k,
         moe_router_score_function="sigmoid", moe_router_num_groups=groups, moe_router_group_topk=gtop,
         moe_router_enable_expert_bias=True, moe_router_load_balancing_type=bal, moe_aux_loss_coeff=coeff,
         moe_router_pre_softmax=pre, moe_router_fusion=False, moe_router_dtype=dtype, moe_router_topk_scaling_factor=scale,
-        add_bias_linear=False, bf16=False, params_dtype=torch.float32, use_cpu_initialization=True)
+        add_bias_linear=False, bf16=act == torch.bfloat16, params_dtype=act, use_cpu_initialization=True)
     if "model_comm_pgs" in mods["TopKRouter"].__init__.__code__.co_varnames:   # 0.14's keyword; later pg_collection
         r = mods["TopKRouter"](cfg, model_comm_pgs=moe_utils.get_default_model_comm_pgs())
     else:
         r = mods["TopKRouter"](cfg, pg_collection=moe_utils.get_default_pg_collection())
+    r = r.to(dev)
     r.set_layer_number(1)
     r.train()
-    gate = mods["gating_linear"]
-    r.gating = (lambda inp: gate(inp, r.weight, None, inp.dtype)) if gate.__code__.co_argcount == 4 else \
-        (lambda inp: gate(inp, r.weight, inp.dtype))
+    if dev == "cpu":
+        gate = mods["gating_linear"]
+        r.gating = (lambda inp: gate(inp, r.weight, None, inp.dtype)) if gate.__code__.co_argcount == 4 else \
+            (lambda inp: gate(inp, r.weight, inp.dtype))
+    return r
+
+
+def router(torch, mods, *cfg):
+    """fn(backward) of make_router's router at the quick shapes in one configuration (CONFIGS' fields after the name)."""
+    r = make_router(torch, mods, (T, E, H, K), *cfg)
     gen = torch.Generator(device="cpu").manual_seed(52)
     x, g = torch.randn(T, 1, H, generator=gen), torch.randn(T, E, generator=gen)
 
