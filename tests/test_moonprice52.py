@@ -114,3 +114,18 @@ def test_moonlight_rows_slow_down_and_the_switch_restores_them():
         then = predict_run(ref, usage, 0, ref.runs[0])
     assert now.result.step_time_s > then.result.step_time_s
     assert predict_run(ref, usage, 0, ref.runs[0]).result.step_time_s == now.result.step_time_s
+
+
+def test_the_moe_caveat_names_the_unfused_routers_source_only_where_it_is_priced():
+    from simcluster.llm import caveats
+    from simcluster.llm.spec import ParallelSpec, TransformerSpec
+
+    gpu = load_gpu(H100)[0]
+    model = TransformerSpec(layers=4, hidden=2048, ffn=6144, heads=32, kv_heads=4, vocab=32768, seq=512, experts=64, top_k=6,
+                            expert_ffn=768)
+    par = ParallelSpec(tp=1, pp=1, dp=8, ep=8)
+    text = " ".join(caveats.caveats(model, par, UNFUSED, gpu))
+    assert "the unfused router (moe_router_fusion false)" in text and "54 forward calls" in text and "26.3 us" in text
+    assert "unfused router" not in " ".join(caveats.caveats(model, par, MEGATRON, gpu))
+    with moonprice52_facts(False):
+        assert "unfused router" not in " ".join(caveats.caveats(model, par, UNFUSED, gpu))

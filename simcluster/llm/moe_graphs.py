@@ -56,7 +56,7 @@ def with_ungraphed(seg: np.ndarray, issue_s: float, fw) -> tuple[np.ndarray, np.
     preprocess calls appended at its end (they run just before the sync): their GPU time 0, their host HOST_CALL_S; the
     router's measured where the recipe runs Megatron-Core's unfused router (llm/moe_router_unfused.router_host)."""
     if fw.moe_graphs:
-        return seg, np.full(len(seg), issue_s)
+        return np.asarray(seg, dtype=float), np.full(len(seg), issue_s)
     rn, rs = moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)
     times = np.concatenate([seg, np.zeros(rn + PREPROCESS_CALLS)])
     issue = np.concatenate([np.full(len(seg), issue_s), np.full(rn, rs), np.full(PREPROCESS_CALLS, HOST_CALL_S)])
