@@ -63,7 +63,10 @@ SOURCE_FACTS = {
          "no groups (calibration/h200x1-mcrouter50-2026-12-01 readout.txt, moonlight-ep8); at the run's Megatron-Core "
          "24bad8e6 with the recipe's settings the CPU leaf-op proxy counts 53 / 94 (groups 1 / 1; 44 / 85 unset; "
          "0.14.0: 55 / 96; the proxy read 44 / 83 where the GPU counted 44 / 82): neither the version nor the config of the measurement "
-         "(studies/moe52_router_count.txt), so not applied (session 52 moe52)"),
+         "(studies/moe52_router_count.txt), so not applied (session 52 moe52). PRICED since session 52's moonprice52 "
+         "(recipe moe_router_fusion false, llm/moe_router_unfused.py): calibration/h200x1-moonrouter52-2026-12-01 "
+         "measured it at 24bad8e6 in the recipe's configuration, 55 / 95 kernels, 183.3 / 307.4 us (GPU, netted of the "
+         "card's GEMM price) and its forward's host 1,444 us (54 calls after the GEMM at 26.3 us each, for moe_graphs' 7 x 40 us)"),
         ("TP 2 with sequence parallel (the recipe): the router on the SP shard", "PRICED since moedev51 (small: E 64, h 2048)"),
         ("GBS 4 on dp 4: one micro-batch a step; manual_gc every 5 steps; precision-aware optimizer with bf16 moments; "
          "routing not force-balanced (mock data, no moe_router_force_load_balancing)",
@@ -184,15 +187,16 @@ def main() -> int:
 
 def steps() -> int:
     """--steps (mendC51, cold review C51 items 3 and 8): moedev51's changes added in turn, one switch each
-    (heldout/registration.moedev51_facts), then session 52 moe52's (registration.moe52_facts): the development rows'
+    (heldout/registration.moedev51_facts), then session 52 moe52's (registration.moe52_facts) and moonprice52's
+    (registration.moonprice52_facts: Moonlight's unfused router priced from its measurement): the development rows'
     mean |error| after each, and one Grok-1 layer's permutation ms (v25.02 row 2: TP 4, expert TP 4, EP 8) before and
-    after the expert-TP permute fact."""
-    from simcluster.heldout.registration import before_moedev51, moe52_facts, moedev51_facts
+    after the expert-TP permute fact; then the Moonlight rows one by one before / after moonprice52."""
+    from simcluster.heldout.registration import before_moedev51, moe52_facts, moedev51_facts, moonprice52_facts
 
     def read(rows) -> dict:
         return {(s, i): (100 * p.error, p) for s, i, p in rows}
 
-    with before_moedev51(), moe52_facts(False):
+    with before_moedev51(), moe52_facts(False), moonprice52_facts(False):
         base = read(rows_now())
     grok = ("llm-dgxc-benchmarking-v25.02-grok1-h100", 2)
     turns = [("before moedev51 (the table keyed as session 50, the three facts off)", None)]
@@ -201,21 +205,27 @@ def steps() -> int:
         ("+ 1 the router on the rank's sequence shard", (True, False, False)),
         ("+ 2 no dispatcher sync under capacity padding (Megatron-Core >= 0.11 files only)", (True, True, False)),
         ("+ 3 the expert-TP permute / unpermute on the rank's own rows (= session 51's end)", (True, True, True)),
-        ("+ 4 (session 52 moe52) a NIC's PCIe share over the node's wired GPUs, not the EP group's ranks a node (= now)",
-         (True, True, True, True)))]
-    print("moedev51's (session 51) and moe52's (session 52) changes added in turn over the 70 development MoE rows (mean |error|,")
-    print("row-weighted and each file once; within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 = Megatron-Bridge")
-    print("25.09's 3; permute ms = one layer's forward + backward permutation ops of v25.02 row 2")
+        ("+ 4 (session 52 moe52) a NIC's PCIe share over the node's wired GPUs, not the EP group's ranks a node",
+         (True, True, True, True)),
+        ("+ 5 (session 52 moonprice52) Moonlight's unfused router (moe_router_fusion false) priced from moonrouter52 (= now)",
+         (True, True, True, True, True)))]
+    print("moedev51's (session 51), moe52's and moonprice52's (session 52) changes added in turn over the 70 development MoE")
+    print("rows (mean |error|, row-weighted and each file once; within 10%); Grok-1 = the two dgxc files' 36 rows, 25.09 =")
+    print("Megatron-Bridge 25.09's 3, Moonlight = the skills file's 6; permute ms = one layer's forward + backward")
+    print("permutation ops of v25.02 row 2")
     mean = lambda v: sum(map(abs, v)) / len(v)   # noqa: E731
+    before: tuple = ()   # the rows and Moonlight's layer splits of the turn before moonprice52's
     for label, facts in turns:
         if facts is None:
             rows = base
         else:
-            with moedev51_facts(*facts[:3]), moe52_facts(len(facts) > 3):
+            with moedev51_facts(*facts[:3]), moe52_facts(len(facts) > 3), moonprice52_facts(len(facts) > 4):
                 rows = read(rows_now())
                 perm = layer_split(rows[grok][1])["permute"]
+                split = {k: layer_split(p) for k, (_, p) in rows.items() if "moonlight" in k[0]}
+            before = before if len(facts) > 4 else (rows, split)
         if facts is None:
-            with before_moedev51(), moe52_facts(False):
+            with before_moedev51(), moe52_facts(False), moonprice52_facts(False):
                 perm = layer_split(base[grok][1])["permute"]
         errs = {k: e for k, (e, _) in rows.items()}
         files: dict = {}
@@ -224,9 +234,19 @@ def steps() -> int:
         once = sum(mean(v) for v in files.values()) / len(files)
         g = [e for (src, _), e in errs.items() if "grok1" in src]
         b = [e for (src, _), e in errs.items() if "25.09" in src]
+        m = [e for (src, _), e in errs.items() if "moonlight" in src]
         print(f"{label}\n    {len(errs)} rows {mean(errs.values()):.2f}%, each file once {once:.2f}%, "
-              f"{sum(abs(e) <= 10 for e in errs.values())} within; Grok-1 {mean(g):.2f}%, 25.09 {mean(b):.2f}%; "
-              f"permute {perm:.2f} ms")
+              f"{sum(abs(e) <= 10 for e in errs.values())} within; Grok-1 {mean(g):.2f}%, 25.09 {mean(b):.2f}%, "
+              f"Moonlight {mean(m):.2f}%; permute {perm:.2f} ms")
+    print("Moonlight rows, + 4 -> + 5 (moonprice52): error %, step s; one MoE layer's router GPU ms (forward + backward) and host")
+    print("excess after the dispatcher sync ms (layer_split)")
+    then, split_then = before
+    for k in sorted(split):
+        e0, p0 = then[k]
+        e1, p1 = rows[k]
+        print(f"    row {k[1]}: {e0:+6.1f} -> {e1:+6.1f}%  step {p0.result.step_time_s:.4f} -> {p1.result.step_time_s:.4f} s  "
+              f"router {split_then[k]['router']:.3f} -> {split[k]['router']:.3f} ms  host {split_then[k]['host']:.3f} -> "
+              f"{split[k]['host']:.3f} ms")
     return 0
 
 

@@ -77,10 +77,11 @@ def _router_term_as(state: tuple):
 @contextmanager
 def moedev51_off():
     """Session 51's moedev51 source facts off inside the block (moedev51_facts with all three off), and session 52's
-    moe52 fact (moe52_facts off: every set registered before moedev51 was registered before moe52 too), restored after:
+    moe52 and moonprice52 facts (moe52_facts, moonprice52_facts off: every set registered before moedev51 was registered
+    before them too), restored after:
     the model every set registered before it priced (_router_term_as's handles; the read-outs that set the term's table
     themselves, validation/moeker50.py and moelab49b.py, price inside it)."""
-    with moedev51_facts(router=False, pad=False, permute=False), moe52_facts(False):
+    with moedev51_facts(router=False, pad=False, permute=False), moe52_facts(False), moonprice52_facts(False):
         yield
 
 
@@ -116,6 +117,22 @@ def moe52_facts(pcie_wired: bool):
         yield
     finally:
         cluster.PCIE_BY_WIRED_GPUS = was
+
+
+@contextmanager
+def moonprice52_facts(unfused: bool):
+    """Session 52's moonprice52 fact on or off inside the block: `unfused` a recipe's moe_router_fusion false priced as
+    Megatron-Core's unfused router from calibration/h200x1-moonrouter52-2026-12-01 (llm/moe_router_unfused.ON); restored
+    after, op_price's memo cleared both ways (studies/moedev51_rows.py --steps; the sets registered before it)."""
+    from simcluster.llm import moe_router_unfused, op_price
+
+    was = moe_router_unfused.set_on(unfused)
+    op_price.forget()
+    try:
+        yield
+    finally:
+        moe_router_unfused.set_on(was)
+        op_price.forget()
 
 
 def before_moedev51():

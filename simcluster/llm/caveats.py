@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_router_term, moe_sync
+from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_router_term, moe_router_unfused, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
@@ -34,6 +34,12 @@ MOE_GRAPHS = {True: ("; router and dispatcher preprocess are assumed CUDA-graphe
               False: ("; router and dispatcher preprocess not CUDA-graphed: their {n} more host calls a forward MoE layer "
                       "pass are priced at {us:.0f} us each, Megatron-Core's local-spec host per kernel measured on H200 "
                       "hosts, extrapolated to these calls (llm/moe_graphs.py)")}
+# appended where the recipe runs Megatron-Core's unfused router (framework.moe_router_fusion False, llm/moe_router_unfused)
+MOE_UNFUSED = ("; the unfused router (moe_router_fusion false) is priced from one measurement of Megatron-Core 24bad8e6's "
+               "in Moonlight 16B's configuration on one H200 (GPU scaled by tokens x experts and the HBM rate; ungraphed, "
+               "its {calls} forward calls after the GEMM at {per_us:.1f} us each, the measuring host's, in place of "
+               "{router} of those host calls): another router configuration, version or host is extrapolated to "
+               "(llm/moe_router_unfused.py)")
 # the host after the MoE dispatcher sync (llm/moe_sync.py): c comes from one H100 BF16 profile with CUDA graphs over router
 # and preprocess; elsewhere it is used unmeasured
 MOE_SYNC_EXTRAPOLATED = ("MoE host after the dispatcher sync: its cost per host call ({c_us:.1f} us) was derived on H100 "
@@ -178,7 +184,10 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
         card = (MOE_TERM_UNJUDGED.format(card=gpu.name) if moe_router_term.applies(framework)
                 and not gpu.name.startswith(MOE_TERM_JUDGED) else "")
-        out.append(MOE_MEGATRON.format(card=card) + (graphs if moe_sync.applies(framework, par) else ""))
+        unfused = moe_router_unfused.marks(framework) and moe_router_term.applies(framework) and moe_router_term.on()
+        calls, per_s = moe_router_unfused.router_host(framework, moe_graphs.ROUTER_CALLS, moe_graphs.HOST_CALL_S)
+        out.append(MOE_MEGATRON.format(card=card) + (graphs if moe_sync.applies(framework, par) else "")
+                   + (MOE_UNFUSED.format(calls=calls, per_us=per_s * 1e6, router=moe_graphs.ROUTER_CALLS) if unfused else ""))
     if model.moe and moe_sync.applies(framework, par):
         where = [f"GPU card {gpu.name}"] if not gpu.name.startswith(H100_CLASS) else []
         where += [f"{precision} runs"] if precision != "bf16" else []

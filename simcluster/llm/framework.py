@@ -167,9 +167,9 @@ class FrameworkSpec:
                                       # kernels each at its own rate (llm/torch_kernels.py); False: softmax_bytes / a fused SwiGLU
     fused_expert_fc1: bool = False    # the experts' gate and up projections as one GEMM of 2 x expert ffn per local expert (Megatron-
                                       # Core's MLP linear_fc1 under gated_linear_unit, as SequentialMLP issues it); False: two GEMMs
-    moe_graphs: bool = True           # MoE router and dispatcher preprocess captured in CUDA graphs (Megatron-Core cuda_graph_scope
-                                      # moe_router, moe_preprocess), as moe_sync's source row had them; False: issued call by call
-                                      # before the dispatcher sync (llm/moe_graphs.py; a published file's `simcluster.recipe`)
+    moe_graphs: bool = True           # MoE router and dispatcher preprocess CUDA-graphed (cuda_graph_scope moe_router, moe_preprocess),
+                                      # as moe_sync's source row; False: issued call by call before the sync (llm/moe_graphs.py)
+    moe_router_fusion: bool = True    # False: Megatron-Core's unfused router, priced from its measurement (llm/moe_router_unfused.py)
 
     @property
     def stash_residual_bytes(self) -> int:

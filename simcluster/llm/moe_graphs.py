@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simcluster.llm import moe_router_unfused
 from simcluster.llm.framework import MoeHost
 
 ROUTER_CALLS = 7       # router.py at d98e8a64 (docstring)
@@ -47,13 +48,16 @@ HOST_CALL_S = MoeHost().kernel_s / MoeHost().profiled_over_plain   # 40 us: Mega
 
 def ungraphed_calls(fw) -> int:
     """Forward host calls a MoE layer pass adds before its sync when the recipe does not graph router and preprocess."""
-    return 0 if fw.moe_graphs else UNGRAPHED_CALLS
+    return 0 if fw.moe_graphs else moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)[0] + PREPROCESS_CALLS
 
 
 def with_ungraphed(seg: np.ndarray, issue_s: float, fw) -> tuple[np.ndarray, np.ndarray]:
     """moe_sync's forward segment (GPU seconds per modelled call, issued at issue_s each) with the ungraphed router /
-    preprocess calls appended at its end (they run just before the sync): their GPU time 0, their host HOST_CALL_S."""
-    n = ungraphed_calls(fw)
-    times = np.concatenate([seg, np.zeros(n)])
-    issue = np.concatenate([np.full(len(seg), issue_s), np.full(n, HOST_CALL_S)])
+    preprocess calls appended at its end (they run just before the sync): their GPU time 0, their host HOST_CALL_S; the
+    router's measured where the recipe runs Megatron-Core's unfused router (llm/moe_router_unfused.router_host)."""
+    if fw.moe_graphs:
+        return np.asarray(seg, dtype=float), np.full(len(seg), issue_s)
+    rn, rs = moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)
+    times = np.concatenate([seg, np.zeros(rn + PREPROCESS_CALLS)])
+    issue = np.concatenate([np.full(len(seg), issue_s), np.full(rn, rs), np.full(PREPROCESS_CALLS, HOST_CALL_S)])
     return times, issue

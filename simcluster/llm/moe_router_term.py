@@ -45,6 +45,8 @@ import json
 import math
 from pathlib import Path
 
+from simcluster.llm import moe_router_unfused
+
 ADOPTED = ("megatron", "megatron-te-fa2")    # the frameworks the registered rule judged (module docstring, Scope)
 TABLE_FILE = Path(__file__).with_name("moe_router_table.json")
 # the published files whose MoE rows the registered rule priced (adopt49: their errors chose to look): development for the
@@ -179,13 +181,13 @@ def adjust(gpu, op, t: float) -> float:
     (op_price calls it for the ops marked `term` alone)."""
     if not table():
         return t
-    name = op.name.removeprefix("recompute.")
+    name, unfused = op.name.removeprefix("recompute."), op.term == "unfused"   # llm/moe_router_unfused's marked router
     if name == "router":
         m, e, h, _ = op.shape
-        return t + router_extra_s(gpu, m, e, h, False)
+        return t + (moe_router_unfused.router_extra_s(gpu, m, e, False) if unfused else router_extra_s(gpu, m, e, h, False))
     if name == "router.dgrad":
         m, h, e, _ = op.shape
-        return t + router_extra_s(gpu, m, e, h, True)
+        return t + (moe_router_unfused.router_extra_s(gpu, m, e, True) if unfused else router_extra_s(gpu, m, e, h, True))
     if name in ("permute", "permute.bwd"):
         return t * permute_factor(op.bytes, name.endswith(".bwd"))
     return t

@@ -29,8 +29,9 @@ class Op:
                               # memory: () or (its backward's bytes[, its backward's kernels, each an equal share])
     count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
                               # (a sliding-window model's full and windowed attention: each its share of the layers)
-    term: bool = False        # priced with the measured router / permutation term too (llm/moe_router_term: ops.layer_forward
-                              # marks an ADOPTED framework's router and permute; their backward and recomputed copies keep it)
+    term: bool | str = False  # priced with the measured router / permutation term too (llm/moe_router_term: ops.layer_forward
+                              # marks an ADOPTED framework's router and permute; their backward and recomputed copies keep it;
+                              # "unfused": the router of llm/moe_router_unfused)
 
     @property
     def total_flops(self) -> float:
@@ -49,7 +50,7 @@ def gemm(name: str, m: int, n: int, k: int, batch: int = 1, in_bytes: int = 2) -
 def gemm_backward(op: Op, in_bytes: int = 2) -> list[Op]:
     m, n, k, batch = op.shape
     out = [gemm(f"{op.name}.dgrad", m, k, n, batch, in_bytes), gemm(f"{op.name}.wgrad", k, n, m, batch, in_bytes)]
-    return [replace(o, term=True) for o in out] if op.term else out
+    return [replace(o, term=op.term) for o in out] if op.term else out
 
 
 def attention(name: str, batch: int, heads: int, kv_heads: int, seq_q: int, seq_kv: int, head_dim: int,

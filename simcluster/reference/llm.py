@@ -76,11 +76,11 @@ MODEL_PARSERS = {**{k: count for k in MODEL_KEYS + ("kv_heads", "experts", "top_
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag,
                   "fp8_params": flag, "from": text}
 # a file's `simcluster.recipe` / `recipe_by_model[NAME]`: the recipe's kernel choices the framework's default does not state
-# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: CUDA graphs over the MoE
-# router and dispatcher preprocess, llm/moe_graphs.py), `from` citing them
+# (llm/framework.FrameworkSpec; rope_fusion: Megatron-Core's apply_rope_fusion; moe_graphs: llm/moe_graphs.py;
+# moe_router_fusion: false = Megatron-Core's unfused router, llm/moe_router_unfused.py), `from` citing them
 # fp8_scaling: Transformer Engine's FP8 recipe where the row prints plain "FP8" but the recipe scales per tensor
 # ("current": Megatron-Bridge's fp8_cs presets), carried to the batch (llm/spec.BatchSpec), not the framework
-RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "fp8_scaling": one_of(FP8_SCALINGS), "from": text}
+RECIPE_PARSERS = {"rope_fusion": flag, "moe_graphs": flag, "moe_router_fusion": flag, "fp8_scaling": one_of(FP8_SCALINGS), "from": text}
 # a row's printed precision -> the model's GEMM precision: per-tensor-scaled FP8 (Transformer Engine's delayed or current
 # scaling) runs as fp8; block-scaled formats (MXFP8, NVFP4) and anything else are refused, not read as bf16
 PRECISIONS = {"bf16": "bf16", "mixed 16-bit": "bf16", "fp8": "fp8", "fp8-cs": "fp8"}
