@@ -283,6 +283,8 @@ def build(rows: list[dict], title: str, figures_dir: str, answer: dict | None = 
 
 
 def _answer(a: dict) -> str:
+    from simcluster.plan.trust import left_out, ranked_at
+
     out = []
     tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
     days = a["within_s"] / 86400 if a.get("within_s") else None
@@ -302,11 +304,10 @@ def _answer(a: dict) -> str:
         status = (row or {}).get("jobs[0].validation.status")
         if status:
             outside, why = row.get("jobs[0].validation.outside"), row.get("jobs[0].validation.unvalidated_why")
-            ranked = (f"no band: {why} (ranked at its predicted time)" if why   # trust/band.machine_shape_why
+            ranked = (f"no band: {why}; {ranked_at(row)}" if why   # trust/band.machine_shape_why, plan/trust.rho_high
                       else "ranked at the slow end of its 80% band")
             out.append(f"<p>{name}: {html.escape(status)}{' (' + html.escape(outside) + ')' if outside else ''}, regime "
                        f"{html.escape(str(row.get('jobs[0].validation.regime')))}; {html.escape(ranked)}.</p>")
-    if a.get("excluded_unvalidated"):
-        out.append(f"<p>Left out: {sum(a['excluded_unvalidated'].values())} configurations in regimes never validated ("
-                   + html.escape("; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items()))) + ").</p>")
+    if a.get("excluded_unvalidated") or a.get("excluded_machine_unvalidated"):
+        out.append(f"<p>Left out: {html.escape(left_out(a))}.</p>")
     return "\n".join(out)
