@@ -243,6 +243,8 @@ def _table(rows: list[dict], key: str | None, unit: str) -> str:
                 step = r.get("jobs[0].step_time_s")
                 if rho and step:
                     v = f"{v}, step {(rho[0] / step - 1) * 100:+.0f}%..{(rho[1] / step - 1) * 100:+.0f}%"
+                elif r.get("jobs[0].validation.unvalidated_why"):   # the machine's rule (trust/band.machine_shape_why)
+                    v = f"{v}, no band: {r['jobs[0].validation.unvalidated_why']}"
             cells.append(html.escape(_fmt(v)))
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
