@@ -32,7 +32,7 @@ def answer_text(a: dict) -> str:
     if c:
         lines.append(f"cheapest within {duration(a['within_s'])} ({tokens}): {label(c)}: {duration(c['cost.time_to_train_s'])}"
                      f"{_slow_end(c)}, {c['cost.total']:,.0f} {c.get('cost.currency', '')}, {energy(c['cost.energy_kWh'])} "
-                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline at the slow end of their band)")
+                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline at the slow end of the band each is ranked by)")
     else:
         lines.append(f"no configuration trains {tokens} within {duration(a['within_s'])} ({a['points_priced']} priced)")
     if f:
