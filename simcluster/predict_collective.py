@@ -175,7 +175,7 @@ def _stated_tables(m) -> list[str]:
 
     nccl = machine_nccl(m)
     release, used = nccl.tuner, nccl.opted_in        # the tables that priced it (final read 51 item 1)
-    if release is None:
+    if release is None or not used:                  # not opted in, or opted in to tables that are the default's
         return []
     stated = ".".join(map(str, release))
     newer = f", newer than the newest release read, {'.'.join(map(str, NEWEST_READ))}" if release[:2] > NEWEST_READ[:2] else ""

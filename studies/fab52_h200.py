@@ -27,6 +27,10 @@ sys.path.insert(0, str(ROOT / "studies"))
 
 from gb200x51_shape import predict_row, rows  # noqa: E402  (the per-row pricing of the GB200 study, reused)
 
+from simcluster.collectives.nccl_constants import NVLS_ARITY, PER_CH_NVLS_TREE  # noqa: E402
+
+HEADS = min(8, 8, NVLS_ARITY)   # NVLS-tree heads of 8 GPUs with 8 NICs a node (nccl_search: min(GPUs, NICs, arity))
+
 PUBLISHED = ROOT / "calibration" / "published"
 MIB = 2**20
 GIB = 2**30
@@ -78,7 +82,9 @@ def main() -> int:
         table = [r for r in rows(path) if r["op"] == "all_reduce" and r["domains"] > 1 and r["algorithm"] == "nvls-tree"]
         print_rows(table, ref)
         _plateau(plateau.setdefault(_group("H100", ref), []), table, ref)
-    print("\n# 2 nodes, all_reduce >= 4 GiB, the model at the NVLS-tree kernel cap (8 heads x 57.7 GB/s = 461.6 GB/s):"
+    cap = HEADS * PER_CH_NVLS_TREE["hopper"][1]      # NCCL's Hopper figure at 2 nodes, per channel (GB/s) x the heads
+    print(f"\n# 2 nodes, all_reduce >= 4 GiB, the model at the NVLS-tree kernel cap ({HEADS} heads x "
+          f"{PER_CH_NVLS_TREE['hopper'][1]} GB/s = {cap:.1f} GB/s):"
           " mean measured and predicted busbw per file (GB/s), by GPU and transport; files the check leaves out of its"
           " scope (simcluster.excluded_why) not counted")
     for gpu, cells in plateau.items():
@@ -86,7 +92,7 @@ def main() -> int:
             print(f"  {gpu:12s}  {name[:44]:44s} measured {meas:6.1f}  predicted {pred:6.1f}  ({(pred / meas - 1) * 100:+5.1f}%)")
         if cells:
             m = sum(c[1] for c in cells) / len(cells)
-            print(f"  {gpu:12s}  mean of {len(cells)} files{'':29s} measured {m:6.1f}  ({m / 461.6 - 1:+.1%} over the cap)")
+            print(f"  {gpu:12s}  mean of {len(cells)} files{'':29s} measured {m:6.1f}  ({m / cap - 1:+.1%} over the cap)")
     print("\n# 2 nodes, ring all_gather >= 1 GiB, both GPUs (busbw GB/s; the model binds on the NVLink card's per-GPU rate)")
     for gpu in ("H100", "H200"):
         for path, _ in files_of(gpu):

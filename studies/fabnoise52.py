@@ -21,18 +21,16 @@ their two clusters, so the summaries also take each file pair once (its median o
 (numpy linear interpolation). `*`: a file the held-out check marks an outlier (its own cards miss its median row by more
 than 1.5x: a slow cluster of an issue thread); the summaries are printed with and without the pairs that touch one.
 
-Part 3, the model beside the floor, per source (a source_group's files together): its rows that have a partner row of
-the same configuration from another source (partners marked `*` are left out: a known slow cluster would excuse any
-miss; a `*` source keeps its normal partners). On those rows, the partners' mean |partner / row - 1| (another source's
-measurement used as the prediction, scored as the model is: the floor) against the model's held-out mean |error| on the
-same rows: at the noise floor where the model is no worse than the partners, else a model miss. A source with no such
-row is judged on its machine kind: its held-out mean |error| against the 80th percentile of that kind's cross-source
-file-pair medians; a kind with no cross-source pair: not told. A source's verdict: model miss where a judged part is
-above its floor, noise floor where every part is judged and at or under it, partly told where the judged part is at its
-floor and the rest is not, not told where nothing is judged. Nothing is fitted. Development, not registered: the
-matching rule was set after a first listing of the records' run fields and groups, and the verdict rule was revised once
-after its first print (that print judged a source with paired rows on those rows alone; judging its other rows against
-its kind's spread too was added after it, and moved one label: Voltage Park, noise floor -> model miss).
+Part 3, per source (its source_group's files): its rows with a partner of another source (no `*`) judged against
+the partners' mean |partner / row - 1| (the floor); its other rows, per machine kind, against the p80 of the kind's
+cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes,
+op and forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict):
+outlier / slow cluster (every row `*`), model miss (above a floor, outside 10%; inside: "within 10%, above its floor"),
+noise floor, partly told, not told (why); "on one file pair" where that is all it rests on. Nothing is fitted.
+Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised twice
+after its first print: (1, fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor ->
+model miss); (2, mendA52, cold review A52) the `*` class, minimum pairs, shape / per-kind scope, within-target label
+(Voltage Park -> partly told, on one pair).
 
     python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
 """
@@ -184,6 +182,40 @@ def floor_of(source: str, rows: list[Row], pairs: list[Pair]) -> dict[tuple, flo
     return {k: float(np.mean([abs(o / m - 1) for o, m in v]) * 100) for k, v in partners.items()}
 
 
+REVISED = {"nccl-voltagepark-h100-x4": "; the rule's first print: noise floor, its first revision: model miss (its "
+           "other rows against the 2-node kind spread), its second (mendA52): this"}   # the docstring's revisions
+MIN_KIND_PAIRS, MIN_KIND_SOURCES = 2, 3   # a kind's spread judges unpaired rows only from this many file pairs / sources
+
+
+def shape_of(row: Row) -> tuple:
+    """The part of a row's configuration a kind's spread is measured on: node count, collective, forced algorithm."""
+    return (row.key[0], row.key[1], row.key[4])
+
+
+@dataclasses.dataclass(frozen=True)
+class KindFloor:
+    """A kind's cross-source spread (no *): p80 of its file-pair medians, its file pairs, sources, shapes (shape_of)."""
+    p80_pct: float | None
+    file_pairs: int
+    sources: int
+    shapes: frozenset
+
+    @property
+    def enough(self) -> bool:
+        return self.file_pairs >= MIN_KIND_PAIRS and self.sources >= MIN_KIND_SOURCES
+
+
+def kind_floors(rows: list[Row], pairs: list[Pair]) -> dict[tuple, KindFloor]:
+    cross = [p for p in pairs if p.relation == "different sources" and not p.outlier]
+    out = {}
+    for kind in {r.kind for r in rows}:
+        mine = [p for p in cross if p.a.kind == kind]
+        medians = list(file_pair_medians(mine).values())
+        out[kind] = KindFloor(float(np.percentile(medians, 80)) if medians else None, len(medians),
+                              len({r.source for p in mine for r in (p.a, p.b)}), frozenset(shape_of(p.a) for p in mine))
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     source: str
@@ -194,54 +226,74 @@ class Verdict:
     floor_pct: float | None      # the partners' mean |error| on those rows
     model_paired_pct: float | None
     rest: int                    # its other multi-node rows
-    model_rest_pct: float | None
-    kind_p80_pct: float | None   # p80 of its kind's cross-source file-pair medians
+    model_rest_pct: float | None  # the model's mean |error| on the judged ones (judged_rest)
+    kind_p80_pct: float | None   # p80 of their kind's cross-source file-pair medians (two kinds: the mean, shown only)
+    judged_rest: int = 0         # rest rows of a shape their kind's pairs cover (shape_of), where the kind has enough
+    rest_parts: tuple = ()       # per kind of the judged rest rows: 'floor' (model <= its kind80) or 'miss'
+    floor_pairs: int = 0         # file pairs behind floor_pct (with the kinds', behind the verdict: one_pair)
+    kind_pairs: int = 0
+    outlier: bool = False        # every row in a file the held-out check marks * (a known slow cluster)
+    why_untold: str = "no other source of its kind"
 
     @property
     def parts(self) -> list[str]:
         """Each judged part: 'floor' or 'miss'; 'untold' for rows no partner or kind spread can judge."""
-        out = []
-        if self.paired:
-            out.append("floor" if self.model_paired_pct <= self.floor_pct else "miss")
-        if self.rest:
-            out.append("untold" if self.kind_p80_pct is None else
-                       "floor" if self.model_rest_pct <= self.kind_p80_pct else "miss")
-        return out
+        return ((["floor" if self.model_paired_pct <= self.floor_pct else "miss"] if self.paired else [])
+                + list(self.rest_parts) + (["untold"] if self.rest > self.judged_rest else []))
+
+    @property
+    def one_pair(self) -> bool:
+        """The judged parts rest on one file pair in all."""
+        return bool(self.paired or self.judged_rest) and (self.floor_pairs if self.paired else 0) + (
+            self.kind_pairs if self.judged_rest else 0) <= 1
 
     @property
     def verdict(self) -> str:
-        """model miss: a judged part is worse than its floor; noise floor: every part judged and at it; partly told:
-        the judged rows at their floor, the others not judged; not told: no row judged."""
+        """outlier / slow cluster: every row in a * file, not judged; model miss: a judged part above its floor and the
+        source outside the target (within it: above its floor, not a miss); noise floor: every part judged and at it;
+        partly told: the judged rows at their floor, the others not judged; not told: no row judged (and why)."""
         parts = self.parts
+        if self.outlier:
+            return "outlier / slow cluster (held-out *): not judged"
         if "miss" in parts:
-            return "model miss"
-        if "floor" in parts:
-            return "noise floor" if "untold" not in parts else "partly told (judged rows at the floor)"
-        return "not told: no other source of its kind"
+            label = "model miss" if self.held_out_pct > TARGET_PCT else f"within {TARGET_PCT:.0f}%, above its floor"
+        elif "floor" in parts:
+            label = "noise floor" if "untold" not in parts else "partly told (judged rows at the floor)"
+        else:
+            return f"not told: {self.why_untold}"
+        untold = self.rest - self.judged_rest
+        return (label + ("; on one file pair" if self.one_pair else "")
+                + (f"; {untold} row{'s' * (untold != 1)} not judged" if "miss" in parts and untold else ""))
 
 
 def _mean(xs: list[float]) -> float | None:
     return float(np.mean(xs)) if xs else None
 
-
 def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, float]]) -> list[Verdict]:
-    """One Verdict per source with multi-node rows (module docstring, part 3)."""
-    cross = [p for p in pairs if p.relation == "different sources" and not p.outlier]
-    kind_p80 = {}
-    for kind in {r.kind for r in rows}:
-        medians = list(file_pair_medians([p for p in cross if p.a.kind == kind]).values())
-        kind_p80[kind] = float(np.percentile(medians, 80)) if medians else None
-    out = []
+    """One Verdict per source with multi-node rows (module docstring, part 3); its unpaired rows judged per machine kind
+    (a source may span two), only where the kind's spread rests on enough pairs and covers the row's shape."""
+    floors_by_kind, out = kind_floors(rows, pairs), []
     for source, (n, pct) in held_out.items():
-        mine = [r for r in rows if r.source == source]
-        if not mine:
+        if not (mine := [r for r in rows if r.source == source]):
             continue
         floors = floor_of(source, rows, pairs)
         paired = [r for r in mine if (r.file, r.run) in floors]
         rest = [r for r in mine if (r.file, r.run) not in floors]
-        out.append(Verdict(source, kind_label(mine[0].kind), n, pct, len(paired), _mean(list(floors.values())),
-                           _mean([abs(r.model_pct) for r in paired]), len(rest), _mean([abs(r.model_pct) for r in rest]),
-                           kind_p80[mine[0].kind]))
+        judged = [r for r in rest if floors_by_kind[r.kind].enough and shape_of(r) in floors_by_kind[r.kind].shapes]
+        kinds = list(dict.fromkeys(r.kind for r in mine))
+        used = {r.kind: floors_by_kind[r.kind] for r in judged}
+        parts = tuple("floor" if _mean([abs(r.model_pct) for r in judged if r.kind == k]) <= f.p80_pct else "miss"
+                      for k, f in used.items())
+        partner_files = {tuple(sorted((p.a.file, p.b.file))) for p in pairs if p.relation == "different sources"
+                         and not p.outlier and ((p.a.source == source) != (p.b.source == source))}
+        why = ("no other source of its kind" if not any(floors_by_kind[k].file_pairs for k in kinds) else
+               f"too few pairs of its kind (fewer than {MIN_KIND_PAIRS} file pairs from {MIN_KIND_SOURCES} sources)"
+               if not any(floors_by_kind[k].enough for k in kinds) else "no pair of its rows' shape (nodes, op)")
+        out.append(Verdict(source, " / ".join(kind_label(k) for k in kinds), n, pct, len(paired),
+                           _mean(list(floors.values())), _mean([abs(r.model_pct) for r in paired]), len(rest),
+                           _mean([abs(r.model_pct) for r in judged]), _mean([f.p80_pct for f in used.values()]),
+                           len(judged), parts, len(partner_files), sum(f.file_pairs for f in used.values()),
+                           all(r.outlier for r in mine), why))
     return out
 
 
@@ -290,30 +342,36 @@ def main() -> None:
     held = {s.source: (s.rows, s.held_out_pct) for s in sources(held_out_systems())}
     table = classify(rows, pairs, held)
     print(f"{'source':44s} {'machine kind':30s} {'rows':>4s} {'held':>5s} {'pair':>4s} {'floor':>5s} {'model':>5s} "
-          f"{'rest':>4s} {'model':>5s} {'kind80':>6s}  verdict")
+          f"{'rest':>4s} {'judg':>4s} {'model':>5s} {'kind80':>6s}  verdict")
     for v in table:
         print(f"{v.source[:44]:44s} {v.kind[:30]:30s} {v.rows:4d} {v.held_out_pct:5.1f} {v.paired:4d} {_f(v.floor_pct)} "
-              f"{_f(v.model_paired_pct)} {v.rest:4d} {_f(v.model_rest_pct)} {_f(v.kind_p80_pct)}   {v.verdict}")
+              f"{_f(v.model_paired_pct)} {v.rest:4d} {v.judged_rest:4d} {_f(v.model_rest_pct)} {_f(v.kind_p80_pct)}   "
+              f"{v.verdict}")
     print("  held: the source's held-out mean |error| %; pair: its rows with a partner row of another source (not *); "
-          "floor / model: the partners' / the model's mean |error| % on them; rest: its other multi-node rows, the "
-          "model's mean |error| % on them against kind80, the 80th percentile of its kind's cross-source file-pair medians")
+          "floor / model: the partners' / the model's mean |error| % on them; rest: its other multi-node rows; judg: "
+          f"those judged (a kind with >= {MIN_KIND_PAIRS} cross-source file pairs from >= {MIN_KIND_SOURCES} sources, "
+          "and a pair of the row's nodes, op and forced algorithm), the model's mean |error| % on them against kind80, "
+          "the 80th percentile of their kind's cross-source file-pair medians; a source spanning two kinds is judged per "
+          "kind. The pairs are all_reduce at NCCL's choice, all but one at 2 nodes: only such rows are judged")
     outside = [v for v in table if v.held_out_pct > TARGET_PCT]
     single = sorted(s for s in set(held) - {v.source for v in table} if held[s][1] > TARGET_PCT)
     print(f"\n### the {len(outside) + len(single)} sources outside {TARGET_PCT:.0f}% (held-out), by verdict")
-    for verdict in sorted({v.verdict for v in outside}):
-        names = [f"{v.source} ({v.held_out_pct:.1f}%)" for v in outside if v.verdict == verdict]
+    base = {v.source: v.verdict.split(";")[0] for v in table}     # the verdict's class; its qualifiers beside the name
+    for verdict in sorted({base[v.source] for v in outside}):
+        names = [f"{v.source} ({v.held_out_pct:.1f}%{v.verdict[len(verdict):]}{REVISED.get(v.source, '')})"
+                 for v in outside if base[v.source] == verdict]
         print(f"  {verdict} ({len(names)}): {', '.join(names)}")
     if single:
         print(f"  not told: one node only ({len(single)}): {', '.join(single)}")
     medians = list(file_pair_medians([p for p in pairs if p.relation == "different sources" and not p.outlier]).values())
     p80, top = float(np.percentile(medians, 80)), max(medians)
     untold = [v for v in outside if v.verdict.startswith("not told")]
-    print(f"  the {len(untold)} not told against every kind's cross-source spread (file pairs without *: p80 {p80:.1f}%, "
-          f"max {top:.1f}%), an assumption that their kinds spread as the measured ones do: "
+    print(f"  the {len(untold)} not told against every kind's cross-source spread (2-node all_reduce file pairs without *: "
+          f"p80 {p80:.1f}%, max {top:.1f}%), an assumption that their kinds and shapes spread as those do: "
           f"{sum(v.held_out_pct > top for v in untold)} above the max, {sum(v.held_out_pct > p80 for v in untold)} above the p80")
     within = [v for v in table if v.held_out_pct <= TARGET_PCT]
     print(f"### the {len(within)} multi-node sources within {TARGET_PCT:.0f}%: "
-          + ", ".join(f"{c} {sum(v.verdict == c for v in within)}" for c in sorted({v.verdict for v in within})))
+          + ", ".join(f"{c} {sum(base[v.source] == c for v in within)}" for c in sorted({base[v.source] for v in within})))
     print_regimes(rows, pairs)
 
 

@@ -4,6 +4,8 @@ the published files (the numbers below are the files' own busbw columns)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import ROOT, load_script
 
@@ -94,3 +96,58 @@ def test_no_source_outside_the_target_sits_at_its_noise_floor_so_no_collective_r
     outside = [v for v in verdicts if v.held_out_pct > study.TARGET_PCT]
     assert outside and not [v.source for v in outside if v.verdict == "noise floor"]
     assert not [v for v in FLOOR_VERDICTS if v.regime.startswith("collective")]
+
+
+def _synthetic(study, source, file, kind, key, busbw, model_pct, outlier=False, run=0):
+    return study.Row(file, source, run, kind, key, busbw, model_pct, outlier, False)
+
+
+K, K2 = ("H100", "rdma-ib", 3200, 8), ("H200", "rdma-ib", 3200, 8)
+AR2, AG4 = (2, "all_reduce", False, (1 << 30,), None, None, None), (4, "all_gather", False, (1 << 30,), None, None, None)
+AG8 = (8, "all_gather", False, (1 << 30,), None, None, None)
+
+
+def _verdicts(study, rows, held):
+    return {v.source: v for v in study.classify(rows, study.pairs_of(rows), held)}
+
+
+def test_classify_on_synthetic_rows_reaches_each_verdict(study):
+    """Cold review A52 items 2, 3 and 7: every branch of the verdict on hand-made rows (busbw in GB/s, the model's
+    held-out error in %). Three sources a, b, c measure one 2-node all_reduce (spreads 2% / 4%: the floor); d has one
+    2-node all_reduce row and one 4-node all_gather row, e a row of another shape only, f is a * slow cluster."""
+    rows = [_synthetic(study, "a", "fa", K, AR2, 100.0, 1.0), _synthetic(study, "b", "fb", K, AR2, 102.0, 9.0),
+            _synthetic(study, "c", "fc", K, AR2, 104.0, 1.0),
+            _synthetic(study, "d", "fd", K, AR2, 50.0, 1.0, run=0), _synthetic(study, "d", "fd2", K, AG4, 80.0, 30.0, run=1),
+            _synthetic(study, "e", "fe", K, AG8, 80.0, 30.0), _synthetic(study, "f", "ff", K, AR2, 20.0, 70.0, outlier=True),
+            _synthetic(study, "g", "fg", K2, AR2, 10.0, 1.0), _synthetic(study, "h", "fh", K2, AR2, 10.1, 5.0)]
+    rows[3] = dataclasses.replace(rows[3], key=(2, "all_reduce", False, (2 << 30,), None, None, None))  # d: no partner
+    held = {"a": (1, 1.0), "b": (1, 9.0), "c": (1, 20.0), "d": (2, 15.5), "e": (1, 30.0), "f": (1, 70.0),
+            "g": (1, 1.0), "h": (1, 5.0)}
+    v = _verdicts(study, rows, held)
+    assert v["a"].verdict == "noise floor"                    # 1% against partners 2% / 4% away (mean 3%)
+    assert v["b"].verdict == "within 10%, above its floor"    # 9% > its partners' 2%/2%: above, but inside the target
+    assert v["c"].verdict == "noise floor"                    # c's partners sit 3.8% / 1.9% from it: 1% at its floor
+    held["c"] = (1, 20.0)
+    rows_c = [dataclasses.replace(r, model_pct=20.0) if r.source == "c" else r for r in rows]
+    assert _verdicts(study, rows_c, held)["c"].verdict == "model miss"          # outside 10%, above its floor
+    # d: its 2-node all_reduce row (a size nobody else ran) judged on the kind's spread (3 file pairs, 3 sources),
+    # its 4-node all_gather row not (no pair of that shape): partly told
+    assert (v["d"].judged_rest, v["d"].rest) == (1, 2) and v["d"].verdict == "partly told (judged rows at the floor)"
+    assert v["e"].verdict == "not told: no pair of its rows' shape (nodes, op)"
+    assert v["f"].verdict == "outlier / slow cluster (held-out *): not judged"    # never a model miss
+    # g and h: another kind with one file pair between two sources: too few for a kind spread; each pair on one pair
+    assert v["g"].verdict == "noise floor; on one file pair" and v["h"].verdict.endswith("on one file pair")
+    lone = _verdicts(study, rows + [_synthetic(study, "i", "fi", K2, AG4, 5.0, 3.0)], {**held, "i": (1, 3.0)})
+    assert lone["i"].verdict.startswith("not told: too few pairs of its kind")
+
+
+def test_a_source_of_two_kinds_is_judged_per_kind(study):
+    """Cold review A52 item 7: a source with an H100 row and an H200 row, each unpaired: each row is judged against its
+    own kind's spread (the H100 one here), and the H200 row, whose kind has no pairs, is not judged."""
+    rows = [_synthetic(study, s, f"f{s}", K, AR2, 100.0 + i, 1.0) for i, s in enumerate("abc")]
+    odd = (2, "all_reduce", False, (4 << 30,), None, None, None)
+    rows += [_synthetic(study, "x", "fx1", K, odd, 90.0, 1.0), _synthetic(study, "x", "fx2", K2, odd, 95.0, 40.0)]
+    v = _verdicts(study, rows, {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "x": (2, 20.5)})["x"]
+    assert v.kind == "H100 x8 InfiniBand 3200G/node / H200 x8 InfiniBand 3200G/node"
+    assert (v.rest, v.judged_rest, v.rest_parts) == (2, 1, ("floor",))       # the 40% H200 row is not judged as H100
+    assert v.verdict == "partly told (judged rows at the floor)"

@@ -36,10 +36,11 @@ SHAPES = {"opt-in": {"nccl": "2.26.2", "nccl_tables": "stated"},          # 2 tr
 WHY = {"opt-in": "NCCL's tables opted in (2.25.1's tuner tables", "racks": "across NVLink domains of 72 GPUs"}
 
 
-def _scenario(tmp_path, shape: str) -> str:
+def _scenario(tmp_path, shape: str, llm_only: bool = False) -> str:
     machine = {**copy.deepcopy(MACHINE), **SHAPES[shape]}
     gpus = machine["nodes"] * machine["gpus_per_node"]
     jobs = copy.deepcopy(JOBS if "nvlink_domain" not in machine else JOBS[::2])   # no DDP job on an NVLink domain
+    jobs = jobs[-1:] if llm_only else jobs
     jobs[-1]["parallel"]["dp"], jobs[-1]["global_batch"] = gpus // 4, 2 * gpus // 4
     path = tmp_path / f"{shape}.yaml"
     path.write_text(yaml.safe_dump({"name": shape, "machine": machine, "jobs": jobs}, sort_keys=False))
@@ -134,7 +135,7 @@ def test_on_a_plain_machine_the_band_is_the_regime_keys(tmp_path):
 
 def test_a_plan_leaves_such_rows_out_and_says_why_where_they_are_ranked():
     """A plan (sweep rows flattened from the same answers): a row the machine's rule marks is left out unless
-    --include-unvalidated, counted under its regime with the machine named; ranked, its line says no band and why."""
+    --include-unvalidated, counted under its regime apart from unvalidated regimes; ranked, its line says no band and why."""
     from simcluster.plan import search
     from simcluster.report import html
     from simcluster.report.plan import answer_text
@@ -142,14 +143,130 @@ def test_a_plan_leaves_such_rows_out_and_says_why_where_they_are_ranked():
     why = machine_shape_why(72, "")
     row = {"status": "ok", "point_hash": "r", "cost.time_to_train_s": 50.0, "cost.total": 10.0, "cost.energy_kWh": 1.0,
            "jobs[0].tokens_per_s": 2e7, "jobs[0].validation.status": "unvalidated",
-           "jobs[0].validation.regime": "llm | Megatron/NeMo | TP | bf16", "jobs[0].validation.rows": 153,
-           "jobs[0].validation.sources": 12, "jobs[0].validation.unvalidated_why": why}
+           "jobs[0].validation.regime": "llm | Megatron/NeMo | TP | bf16", "jobs[0].validation.rows": 0,
+           "jobs[0].validation.sources": 0, "jobs[0].validation.unvalidated_why": why}
     plan = search.PlanSpec(None, 1e9, 100.0, ())
     left = search.answer([row], plan)
-    assert left["excluded_unvalidated"] == {"llm | Megatron/NeMo | TP | bf16, on a machine unvalidated whatever the "
-                                            "regime": 1} and left["cheapest_within"] is None
+    assert left["excluded_machine_unvalidated"] == {"llm | Megatron/NeMo | TP | bf16": 1} and left["cheapest_within"] is None
+    assert left["excluded_unvalidated"] == {}    # counted apart from unvalidated regimes (cold review A52 item 6)
     ranked = search.answer([row], plan, include_unvalidated=True)
     text = answer_text(ranked)
-    assert f"cheapest: unvalidated, no band: {why}, regime llm | Megatron/NeMo | TP | bf16" in text, text
+    assert (f"cheapest: unvalidated, no band: {why}; ranked at its predicted time (its regime has no band to rank by, "
+            "nor has its family), regime llm | Megatron/NeMo | TP | bf16") in text, text
     page = html._answer(ranked)
     assert "Cheapest: unvalidated, regime llm | Megatron/NeMo | TP | bf16; no band: across NVLink domains of 72 GPUs" in page
+    # it has no regime_band_not_applied to rank by: at its predicted time, and said so
+    assert ranked["cheapest_within"]["pessimistic.rho"] == 1.0 and "ranked at its predicted time" in text, text
+
+
+def _plan_file(tmp_path) -> str:
+    """Cold review A52 item 1's reproduction: one 4-node H100 point stating NCCL 2.26.2, swept over
+    machine.nccl_tables 2.28.3 / stated (tp 1 / 2): the two rows predict the same numbers."""
+    doc = {"name": "plan-a52", "machine": {
+        "card": str(ROOT / "models/collective/h200x4-nvlink.yaml"), "gpu": {"card": str(ROOT / "models/gpu/h100-sxm.yaml")},
+        "gpus_per_node": 8, "nodes": 4, "nic": {"card": str(ROOT / "models/nic/roce-400g.yaml"), "per_node": 8},
+        "fabric": {"kind": "rail-optimized", "down_ports": 64, "spines": 4, "link_latency": "100ns", "switch_latency": "600ns"},
+        "host": {"cores": 112}, "nccl": "2.26.2"},
+        "jobs": [{"kind": "llm_training", "model": {"layers": 32, "hidden": 4096, "ffn": 14336, "heads": 32, "kv_heads": 8,
+                                                    "vocab": 128256, "seq": 8192},
+                  "parallel": {"tp": 1, "pp": 1, "dp": 32, "zero": 1, "sequence_parallel": True},
+                  "global_batch": 512, "micro_batch": 1}],
+        "sweep": {"mode": "product", "keys": {"machine.nccl_tables": ["2.28.3", "stated"]}},
+        "search": {"tp": [1, 2], "pp": [1], "micro_batch": [1], "zero": [1]},
+        "plan": {"catalogue": str(ROOT / "scenarios/plans/catalogue-2026.yaml"),
+                 "target": {"tokens": "50G", "within": "30d"}}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return str(path)
+
+
+def test_a_marked_row_ties_with_the_same_answer_with_a_band(tmp_path, capsys):
+    """Cold review A52 item 1: with --include-unvalidated the opted-in row (marked, no band) and the plain row give the
+    same numbers; both are ranked at the slow end of the same band (the plain row's, which the marked row's regime
+    would have had), so they tie, as at 48976f09, and the marked row's line says which band ranked it."""
+    from simcluster.cli import main
+
+    out = tmp_path / "out"
+    assert main(["plan", _plan_file(tmp_path), "-o", str(out), "--workers", "0", "--include-unvalidated"]) == 0
+    printed = capsys.readouterr().out
+    answer = json.loads((out / "plan.json").read_text())["answer"]
+    rows = {r["param.machine.nccl_tables"]: r for r in answer["top_by_throughput"]}
+    marked, plain = rows["stated"], rows["2.28.3"]
+    assert marked["jobs[0].validation.unvalidated_why"].startswith("NCCL's tables opted in (2.25.1's")
+    assert "jobs[0].validation.unvalidated_why" not in plain and plain["pessimistic.rho"] > 1.0
+    assert marked["cost.total"] == plain["cost.total"]                       # the same numbers
+    for key in ("pessimistic.rho", "pessimistic.cost", "pessimistic.time_to_train_s"):
+        assert marked[key] == plain[key], key                                # so the same rank
+    assert answer["feasible"] == 2 and answer["points_priced"] == 2
+    picked = answer["fastest"]
+    if picked["param.machine.nccl_tables"] == "stated":      # a tie, broken on the point's hash: the line says the band
+        assert "ranked at the slow end of the family's pooled band" in printed, printed
+    # without the opt-in flag the marked row is left out and counted apart from unvalidated regimes
+    out2 = tmp_path / "out2"
+    assert main(["plan", _plan_file(tmp_path), "-o", str(out2), "--workers", "0"]) == 0
+    printed = capsys.readouterr().out
+    left = json.loads((out2 / "plan.json").read_text())["answer"]
+    assert left["excluded_machine_unvalidated"] == {"llm | Megatron/NeMo | TP | bf16": 1}
+    assert "1 configurations on a machine unvalidated whatever the regime (its rule: no band)" in printed, printed
+
+
+def test_nvl72_racks_rank_at_the_band_their_regime_would_have(tmp_path, monkeypatch):
+    """Cold review A52 item 1, the project's own question (NVL72 racks vs HGX-like trays): a racks row is marked (no
+    band) and ranked at the slow end of the band its regime key gives unmarked, never ahead of the same numbers with
+    that band; a tray row keeps its own band."""
+    from simcluster.plan import search
+    from simcluster.plan.trust import pessimistic
+    from simcluster.sweep.run import evaluate
+
+    def llm_row(shape):
+        (row,) = evaluate([(shape, {}, load(_scenario(tmp_path, shape, llm_only=True)))])
+        assert row["status"] == "ok", row.get("error")
+        base = row["jobs[0].step_time_s"] * 1e4
+        return dict(row, **{"cost.time_to_train_s": base, "cost.total": base / 3600 * 6.0, "cost.energy_kWh": 1.0})
+
+    racks = llm_row("racks")
+    why = racks["jobs[0].validation.unvalidated_why"]
+    assert why.startswith(WHY["racks"]) and "jobs[0].validation.measured_over_predicted_time" not in racks
+    monkeypatch.setattr(build, "machine_unvalidated", lambda machine: "")
+    same = dict(llm_row("racks"), point_hash="same")          # the racks' numbers with the band its key gives
+    tray = llm_row("plain")
+    slow = json.loads(same["jobs[0].validation.measured_over_predicted_time"])[1]
+    assert json.loads(racks["jobs[0].validation.regime_band_not_applied"])[1] == pytest.approx(slow, abs=1e-4)
+    assert slow > 1.0 and pessimistic(racks)["pessimistic.rho"] == pytest.approx(slow, abs=1e-4)
+    assert tray["jobs[0].validation.measured_over_predicted_time"] and "jobs[0].validation.unvalidated_why" not in tray
+    plan = search.PlanSpec(None, 1e9, 1e12, ())
+    assert pessimistic(racks)["pessimistic.cost"] == pessimistic(same)["pessimistic.cost"]      # a tie, never ahead
+    a = search.answer([racks, same, tray], plan, include_unvalidated=True)
+    assert a["points_priced"] == 3 and {r["pessimistic.rho"] for r in a["top_by_throughput"]} >= {pessimistic(same)["pessimistic.rho"]}
+
+
+def test_a_stated_release_on_the_default_tables_is_not_marked(tmp_path):
+    """Cold review A52 item 4: machine.nccl_tables: stated with NCCL 2.28.3 (or one before 2.23) runs the default's
+    tables, so its numbers are the plain machine's: nothing is marked; 2.26.2 (2.25.1's tables) is."""
+    from simcluster.collectives.nccl_versions import NcclRelease
+    from simcluster.predict_collective import sweep_from_scenario
+
+    assert NcclRelease((2, 28, 3), "stated").opted_in == NcclRelease((2, 21, 5), "stated").opted_in == ""
+    assert NcclRelease((2, 28, 7), "stated").opted_in == "2.28.7"
+    SHAPES["default-stated"] = {"nccl": "2.28.3", "nccl_tables": "stated"}
+    try:
+        path = _scenario(tmp_path, "default-stated")
+    finally:
+        del SHAPES["default-stated"]
+    (swept,) = sweep_from_scenario(path, "all_reduce", "1G", "2G", 2, None)
+    (plain,) = sweep_from_scenario(_scenario(tmp_path, "plain"), "all_reduce", "1G", "2G", 2, None)
+    assert swept.unvalidated == "" and swept.trust_lines() == plain.trust_lines()
+    assert not any("tuner tables" in n for n in swept.notes), swept.notes
+    assert [p.time_s for p in swept.predictions] == [p.time_s for p in plain.predictions]
+
+
+def test_a_marked_answers_json_carries_no_band_evidence(tmp_path):
+    """Cold review A52 item 6: a marked answer's validation has rows and sources 0 and no GPU coverage (nothing reads as
+    a band); the band not applied is named with the rows behind it; the text says the machine's rule, not a shape."""
+    result = run_scenario(load(_scenario(tmp_path, "opt-in", llm_only=True)), simulate=False)
+    (job,) = result.jobs
+    v = job.to_json()["validation"]
+    assert v["rows"] == v["sources"] == 0 and not {"gpu_in_band", "gpu", "gpus_of_rows", "band_from"} & set(v), v
+    assert len(v["regime_band_not_applied"]) == 2 and "held-out" in v["regime_band_not_applied_from"], v
+    text = render(job)
+    assert "not applied (the machine's rule)" in text and "does not see this shape" not in text, text

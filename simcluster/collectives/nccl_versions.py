@@ -168,8 +168,13 @@ class NcclRelease:
 
     @property
     def opted_in(self) -> str:
-        """The name of the tables that price the choice where the machine opts in with a stated NCCL ('2.25.1'), else ''."""
-        return "" if self.tuner is None else tables_for(self.tuner).name
+        """The name of the tables that price the choice where the machine opts in with a stated NCCL ('2.25.1') and they
+        differ from the default's, else '' (a stated 2.28.3-2.28.6, or one before 2.23, runs the default's tables: its
+        numbers are the plain machine's, so nothing is marked; cold review A52 item 4)."""
+        if self.tuner is None:
+            return ""
+        tables = tables_for(self.tuner)
+        return "" if tables is DEFAULT_TABLES else tables.name
 
 
 MODEL_RELEASE = NcclRelease()       # a machine that states no NCCL, on the default tables

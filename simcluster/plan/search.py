@@ -223,18 +223,20 @@ def price(rows: list[dict], plan: PlanSpec) -> list[dict]:
 
 def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated: bool = False) -> dict:
     """The cheapest configuration that trains within the deadline, the fastest, and the top ones by throughput, each
-    judged at the slow end of its 80% band (trust/band.py); configurations whose regime was never validated are left
-    out unless `include_unvalidated`, and counted by regime."""
+    judged at the slow end of its 80% band (trust/band.py; a machine-marked row, which has none, at the slow end of the
+    band its regime would have had: plan/trust.rho_high); unvalidated configurations are left out unless
+    `include_unvalidated`, and counted by regime: those whose regime is unvalidated (`excluded_unvalidated`) apart from
+    those whose machine's rule marks them whatever the regime (`excluded_machine_unvalidated`)."""
     ok = [pessimistic(r) for r in rows if r.get("status") == "ok" and r.get("jobs[0].fits") is not False and r.get("cost.time_to_train_s")]
     excluded: dict[str, int] = {}
+    marked: dict[str, int] = {}       # its machine's rule (trust/band.machine_shape_why), whatever the regime
     if not include_unvalidated:
         kept = []
         for r in ok:
             if r.get(VALIDATION + "status") == "unvalidated":
                 regime = str(r.get(VALIDATION + "regime") or "no regime")
-                if r.get(VALIDATION + "unvalidated_why"):   # its machine's shape, whatever the regime (trust/band.py)
-                    regime += ", on a machine unvalidated whatever the regime"
-                excluded[regime] = excluded.get(regime, 0) + 1
+                into = marked if r.get(VALIDATION + "unvalidated_why") else excluded
+                into[regime] = into.get(regime, 0) + 1
             else:
                 kept.append(r)
         ok = kept
@@ -246,7 +248,8 @@ def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated:
     ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0) / r["pessimistic.rho"], r["pessimistic.cost"], r["point_hash"]))[:top] if key else []
     return {"tokens": plan.tokens, "within_s": plan.within_s, "points_priced": len(ok), "feasible": len(feasible),
             "ranked_by": "the slow end of each configuration's 80% band (pessimistic.*)",
-            "excluded_unvalidated": excluded, "include_unvalidated": include_unvalidated,
+            "excluded_unvalidated": excluded, "excluded_machine_unvalidated": marked,
+            "include_unvalidated": include_unvalidated,
             "cheapest_within": _brief(cheapest), "fastest": _brief(fastest), "throughput_key": key,
             "top_by_throughput": [_brief(r) for r in ranked]}
 
@@ -267,7 +270,7 @@ def _brief(row: dict | None) -> dict | None:
             "cost.time_to_train_s", "cost.total", "cost.energy_kWh", "cost.per_hour", "cost.power_W", "cost.currency",
             "pessimistic.rho", "pessimistic.time_to_train_s", "pessimistic.cost", VALIDATION + "status", VALIDATION + "regime",
             VALIDATION + "rows", VALIDATION + "sources", VALIDATION + "outside", VALIDATION + "band_from",
-            VALIDATION + "unvalidated_why")
+            VALIDATION + "unvalidated_why", VALIDATION + "regime_band_not_applied", VALIDATION + "regime_band_not_applied_from")
     bands = {k: band_value(v) for k, v in row.items() if k.startswith("jobs[0].") and k.endswith("_band") and v is not None}
     counts = {k: int(row[k]) for k in (VALIDATION + "rows", VALIDATION + "sources") if isinstance(row.get(k), float)}
     return {**{k: v for k, v in row.items() if k.startswith("param.")}, **{k: row[k] for k in keep if row.get(k) is not None},

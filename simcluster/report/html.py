@@ -243,6 +243,8 @@ def _table(rows: list[dict], key: str | None, unit: str) -> str:
                 step = r.get("jobs[0].step_time_s")
                 if rho and step:
                     v = f"{v}, step {(rho[0] / step - 1) * 100:+.0f}%..{(rho[1] / step - 1) * 100:+.0f}%"
+                elif r.get("jobs[0].validation.unvalidated_why"):   # the machine's rule (trust/band.machine_shape_why)
+                    v = f"{v}, no band: {r['jobs[0].validation.unvalidated_why']}"
             cells.append(html.escape(_fmt(v)))
         lines.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     lines.append("</tbody></table>")
@@ -283,6 +285,8 @@ def build(rows: list[dict], title: str, figures_dir: str, answer: dict | None = 
 
 
 def _answer(a: dict) -> str:
+    from simcluster.plan.trust import left_out, ranked_at
+
     out = []
     tokens = f"{a['tokens']:.3g} tokens" if a.get("tokens") else "the training job"
     days = a["within_s"] / 86400 if a.get("within_s") else None
@@ -302,11 +306,10 @@ def _answer(a: dict) -> str:
         status = (row or {}).get("jobs[0].validation.status")
         if status:
             outside, why = row.get("jobs[0].validation.outside"), row.get("jobs[0].validation.unvalidated_why")
-            ranked = (f"no band: {why} (ranked at its predicted time)" if why   # trust/band.machine_shape_why
+            ranked = (f"no band: {why}; {ranked_at(row)}" if why   # trust/band.machine_shape_why, plan/trust.rho_high
                       else "ranked at the slow end of its 80% band")
             out.append(f"<p>{name}: {html.escape(status)}{' (' + html.escape(outside) + ')' if outside else ''}, regime "
                        f"{html.escape(str(row.get('jobs[0].validation.regime')))}; {html.escape(ranked)}.</p>")
-    if a.get("excluded_unvalidated"):
-        out.append(f"<p>Left out: {sum(a['excluded_unvalidated'].values())} configurations in regimes never validated ("
-                   + html.escape("; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items()))) + ").</p>")
+    if a.get("excluded_unvalidated") or a.get("excluded_machine_unvalidated"):
+        out.append(f"<p>Left out: {html.escape(left_out(a))}.</p>")
     return "\n".join(out)

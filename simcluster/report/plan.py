@@ -7,7 +7,7 @@ from pathlib import Path
 
 from simcluster import output
 from simcluster.plan.search import answer, price, read_plan
-from simcluster.plan.trust import VALIDATION
+from simcluster.plan.trust import VALIDATION, left_out, ranked_at
 from simcluster.report import html
 from simcluster.report.html import duration, energy, label
 from simcluster.strict import loads_json
@@ -32,7 +32,7 @@ def answer_text(a: dict) -> str:
     if c:
         lines.append(f"cheapest within {duration(a['within_s'])} ({tokens}): {label(c)}: {duration(c['cost.time_to_train_s'])}"
                      f"{_slow_end(c)}, {c['cost.total']:,.0f} {c.get('cost.currency', '')}, {energy(c['cost.energy_kWh'])} "
-                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline at the slow end of their band)")
+                     f"({a['feasible']} of {a['points_priced']} configurations meet the deadline at the slow end of the band each is ranked by)")
     else:
         lines.append(f"no configuration trains {tokens} within {duration(a['within_s'])} ({a['points_priced']} priced)")
     if f:
@@ -42,7 +42,7 @@ def answer_text(a: dict) -> str:
         if row and row.get(VALIDATION + "status"):
             noisy = row.get(VALIDATION + "noise_limited.gpus") is not None   # trust/noise.py: its own band, unvalidated
             why = row.get(VALIDATION + "unvalidated_why")   # the machine's shape (trust/band.machine_shape_why): no band
-            evidence = (f", no band: {why}" if why else
+            evidence = (f", no band: {why}; {ranked_at(row)}" if why else
                         f" on {int(row[VALIDATION + 'rows'])} held-out rows from {int(row[VALIDATION + 'sources'])} sources"
                         + (" (noise-limited: the machines' run-to-run noise, trust/noise.py)" if noisy else "")
                         if row.get(VALIDATION + "rows") and (row[VALIDATION + "status"] != "unvalidated" or noisy) else
@@ -50,10 +50,8 @@ def answer_text(a: dict) -> str:
             lines.append(f"  {name}: {row[VALIDATION + 'status']}"
                          + (f" ({row[VALIDATION + 'outside']})" if row.get(VALIDATION + "outside") else "")
                          + f"{evidence}, regime {row.get(VALIDATION + 'regime')}")
-    if a.get("excluded_unvalidated"):
-        n = sum(a["excluded_unvalidated"].values())
-        lines.append(f"left out: {n} configurations in regimes never validated ("
-                     + "; ".join(f"{k}: {v}" for k, v in sorted(a["excluded_unvalidated"].items())) + "); --include-unvalidated ranks them too")
+    if a.get("excluded_unvalidated") or a.get("excluded_machine_unvalidated"):
+        lines.append(f"left out: {left_out(a)}; --include-unvalidated ranks them too")
     ranked = a.get("top_by_throughput") or []
     if len(ranked) > 1:
         lines.append(f"top {len(ranked)} by throughput (time to train, cost, memory per GPU):")
@@ -68,7 +66,11 @@ def answer_text(a: dict) -> str:
 
 def _slow_end(row: dict) -> str:
     t = row.get("pessimistic.time_to_train_s")
-    return f" (80% band's slow end {duration(t)})" if t and row.get("pessimistic.rho", 1.0) > 1.0 else ""
+    if not (t and row.get("pessimistic.rho", 1.0) > 1.0):
+        return ""
+    if row.get(VALIDATION + "unvalidated_why"):   # no band of its own: ranked by one not applied (plan/trust.rho_high)
+        return f" (ranked as {duration(t)}, the slow end of a band not applied: below)"
+    return f" (80% band's slow end {duration(t)})"
 
 
 def _caveats(row: dict) -> list[str]:

@@ -49,6 +49,7 @@ class Trust:
     # a shape the regime key cannot see and no held-out row covers (shape_unvalidated): why, and the regime's band, not applied
     shape_why: str = ""
     shape_band: tuple[float, float] | None = None
+    shape_band_from: str = ""             # which band shape_band is: its regime's own, or the family's pooled (and rows)
 
     @property
     def caveat(self) -> str:
@@ -99,6 +100,8 @@ class Trust:
         return None if self.rho is None else [rate / self.rho[1], rate / self.rho[0]]
 
     def to_json(self) -> dict:
+        if self.shape_why:
+            return self._marked_json()
         out = {"status": self.status, "regime": self.regime.key, "rows": self.rows, "sources": self.sources,
                "level": LEVEL}
         if self.rho is not None:
@@ -123,10 +126,20 @@ class Trust:
             out["caveat"] = self.caveat
         if self.noise_limited:
             out["noise_limited"] = self.verdict.to_json()
-        if self.shape_why:
-            out["unvalidated_why"] = self.shape_why
-            if self.shape_band is not None:
-                out["regime_band_not_applied"] = [round(self.shape_band[0], 4), round(self.shape_band[1], 4)]
+        return out
+
+    def _marked_json(self) -> dict:
+        """A machine-marked answer (shape_unvalidated): no band, so nothing that reads as band evidence (rows and sources
+        0, no GPU coverage); the band its key would have had only as `regime_band_not_applied`, with
+        `regime_band_not_applied_from` saying which band it is and the rows behind it; a plan ranks the answer at its
+        slow end (plan/trust.rho_high; cold review A52 items 1 and 6)."""
+        out = {"status": self.status, "regime": self.regime.key, "rows": 0, "sources": 0, "level": LEVEL,
+               "unvalidated_why": self.shape_why}
+        if self.shape_band is not None:
+            out["regime_band_not_applied"] = [round(self.shape_band[0], 4), round(self.shape_band[1], 4)]
+            out["regime_band_not_applied_from"] = self.shape_band_from
+        if self.caveat:
+            out["caveat"] = self.caveat
         return out
 
     def moved_text(self) -> str:
@@ -158,9 +171,9 @@ class Trust:
         (llm | Megatron/NeMo | TP+PP | bf16, 128-6144 GPUs)'."""
         if self.shape_why:
             applied = ("" if self.shape_band is None else
-                       f"; the regime's band (measured time {(self.shape_band[0] - 1) * 100:+.0f}%.."
-                       f"{(self.shape_band[1] - 1) * 100:+.0f}% of this, {self.regime.key}) not applied: its key does "
-                       "not see this shape")
+                       f"; {self.shape_band_from} (measured time {(self.shape_band[0] - 1) * 100:+.0f}%.."
+                       f"{(self.shape_band[1] - 1) * 100:+.0f}% of this, {self.regime.key}) not applied (the machine's "
+                       "rule)")
             return f"unvalidated, no band: {self.shape_why}{applied}"
         if self.rho is None:
             return f"unvalidated: never checked (no held-out {self.regime.family} rows; regime {self.regime.key})"
@@ -259,9 +272,21 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
 def shape_unvalidated(trust: Trust, why: str) -> Trust:
     """`trust` for an answer of a shape its regime key does not see and no held-out row covers (machine_shape_why: a
     machine across NVLink domains above 8 GPUs, or opted in to NCCL's tables by release): unvalidated with no band, the regime's band kept only to say
-    it is not applied (text and --json), as a noise-limited verdict says unvalidated (cold review A51 item 6)."""
+    it is not applied (text and --json), as a noise-limited verdict says unvalidated (cold review A51 item 6), and for a
+    plan to rank the answer at its slow end, never ahead of the same answer with a band (cold review A52 item 1)."""
     return replace(trust, status="unvalidated", rho=None, shape_why=why, shape_band=trust.rho, pooled=False, widened=False,
-                   moves=None, scale_range=None, outside="")
+                   moves=None, scale_range=None, outside="", shape_band_from=band_name(trust))
+
+
+def band_name(trust: Trust) -> str:
+    """Which band `trust` carries, with the rows behind it: "the regime's 80% band (153 held-out rows from 12 sources)",
+    "the family's pooled band (164 held-out llm rows from 13 sources)"; '' where it has none."""
+    if trust.rho is None:
+        return ""
+    rows = f"{trust.rows} held-out rows from {trust.sources} sources"
+    if trust.pooled:
+        return f"the family's pooled band ({trust.rows} held-out {trust.pool_text()} from {trust.sources} sources)"
+    return f"the regime's {LEVEL:.0%} band ({rows})"
 
 
 def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[str, ...] = ()) -> dict:
