@@ -4,7 +4,7 @@ than the issue's 10% target, each with where the numbers are (docs/models/llm.md
 
 from __future__ import annotations
 
-from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_router_term, moe_router_unfused, moe_sync
+from simcluster.llm import attention_kernels, cudnn_schedule, grad_sync, host_bound, moe_graphs, moe_router_term, moe_sync
 from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
@@ -184,8 +184,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
         card = (MOE_TERM_UNJUDGED.format(card=gpu.name) if moe_router_term.applies(framework)
                 and not gpu.name.startswith(MOE_TERM_JUDGED) else "")
-        unfused = moe_router_unfused.marks(framework) and moe_router_term.applies(framework) and moe_router_term.on()
-        calls, per_s = moe_router_unfused.router_host(framework, moe_graphs.ROUTER_CALLS, moe_graphs.HOST_CALL_S)
+        unfused = moe_router_term.unfused(framework)
+        calls, per_s = moe_graphs.router_host(framework)
         out.append(MOE_MEGATRON.format(card=card) + (graphs if moe_sync.applies(framework, par) else "")
                    + (MOE_UNFUSED.format(calls=calls, per_us=per_s * 1e6, router=moe_graphs.ROUTER_CALLS) if unfused else ""))
     if model.moe and moe_sync.applies(framework, par):
