@@ -211,6 +211,7 @@ class Framework(Section):
     compile: Flag = False                    # torch: each decoder block under torch.compile (llm/compiled.py)
     rope_fusion: Flag = None                 # MLA's rotary: Megatron-Core's apply_rope_fusion (llm/mla_layout.py); null: the framework's
     moe_graphs: Flag = None                  # MoE router and dispatcher preprocess in CUDA graphs (llm/moe_graphs.py); null: captured
+    moe_router_fusion: Flag = None           # Megatron-Core's fused MoE router; false: its unfused one (llm/moe_router_unfused.py); null: fused
 
 
 Rate = Quantity(units.parse_bandwidth, 0.0, 1e18, above=True, what="rate", si=True)   # bytes/s, > 0

@@ -149,3 +149,31 @@ def test_the_moe_caveat_states_the_graphs_assumption_and_the_extrapolated_cost()
     assert f"{moe_graphs.UNGRAPHED_CALLS} more host calls" in ungraphed and "extrapolated" in ungraphed
     (overlap,) = caveats(moe, ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True), MEGATRON, gpu)
     assert "CUDA-graphed" not in overlap   # no host term there, nothing assumed
+
+
+def test_a_scenario_sets_moe_router_fusion_in_its_framework_block(tmp_path):
+    """`framework: {moe_router_fusion: false}` (review B52 finding 5) runs Megatron-Core's unfused router
+    (llm/moe_router_unfused.py): the GPU router op grows by its measured extra, so the step grows; the default stays
+    fused, as the published files'; a bad value, a dense model and a framework outside the term are one-line refusals."""
+    import json
+
+    from simcluster import scenario
+    from simcluster.build import run_file
+
+    default = _qwen3_ep16(tmp_path, None, "fused.yaml")
+    unfused = _qwen3_ep16(tmp_path, '{"name": "megatron", "moe_router_fusion": false}', "unfused.yaml")
+    on, off = scenario.load(default).jobs[0], scenario.load(unfused).jobs[0]
+    assert on.moe_router_fusion is None and on.framework_spec().moe_router_fusion is True
+    assert off.moe_router_fusion is False and off.framework_spec().moe_router_fusion is False
+    steps = [next(iter(run_file(p))).jobs[0].prediction.step_time_s for p in (default, unfused)]
+    assert steps[1] > steps[0]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(unfused.read_text().replace('"moe_router_fusion": false', '"moe_router_fusion": "maybe"'))
+    with pytest.raises(SimclusterError, match=r"moe_router_fusion") as info:
+        scenario.load(bad)
+    assert "\n" not in str(info.value)
+    dense = {k: v for k, v in QWEN3_30B.items() if k not in ("experts", "top_k", "expert_ffn")}
+    bad.write_text(unfused.read_text().replace(json.dumps(QWEN3_30B), json.dumps(dense))
+                   .replace('"ep": 16, "moe_dispatcher": "deepep", "moe_a2a_overlap": false', '"ep": 1'))
+    with pytest.raises(SimclusterError, match=r"framework\.moe_router_fusion: prices Megatron-Core's MoE router"):
+        scenario.load(bad)

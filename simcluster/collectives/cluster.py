@@ -24,8 +24,10 @@ from simcluster.network.platform import Platform
 # 400 Gb/s NICs behind PCIe Gen5 x16) while the node's 8 NICs stayed in K: each EP rank priced at a quarter of its own
 # NIC. DGX H100 wires one compute NIC per GPU (NVIDIA/dgxc-benchmarking v25.02 8f5cbb3 README.md L80, L91-92: 8 H100,
 # InfiniBand compute links 8x 400 Gbit/s). False: the copy's count, as before session 52 (moe52; the switch of
-# heldout/registration.moe52_facts, studies/moedev51_rows.py --steps). The rings' node share (ring_flows) and the
-# in-network stage read the Cluster's own nic_limit / pcie_per_nic, unchanged.
+# heldout/registration.moe52_facts, studies/moedev51_rows.py --steps). The rings' node share (ring_flows) reads the whole
+# Cluster's nic_limit, scaled by the group's ranks a node (llm/comm). The in-network stage (collectives/in_network.group_nics)
+# follows the same rule since session 52's mend (mendB52): the group's K g / G_wired NICs at the wired PCIe share; before,
+# it read the view's pcie_per_nic and all K NICs (a 1-rank-a-node group credited with 8 NICs' rate).
 PCIE_BY_WIRED_GPUS = True
 
 
@@ -92,16 +94,22 @@ class Cluster:
         TCP the host cores it may use) and the PCIe path to it."""
         return self._nic_limit(self.pcie_per_nic)
 
+    @property
+    def wired_gpus(self) -> int:
+        """The GPUs a node wires to its K NICs (Platform.gpus_per_node), not a group view's ranks per node
+        (PCIE_BY_WIRED_GPUS; False or unknown: this Cluster's gpus_per_node)."""
+        return self.platform.gpus_per_node if PCIE_BY_WIRED_GPUS and self.platform.gpus_per_node else self.gpus_per_node
+
+    @functools.cached_property
+    def wired_pcie_per_nic(self) -> tuple[float, str]:
+        """pcie_per_nic with the PCIe path shared as the node wires it (wired_gpus; collectives/in_network.group_nics)."""
+        return self._pcie_per_nic(self.wired_gpus)
+
     @functools.cached_property
     def wired_nic_limit(self) -> tuple[float, str]:
-        """nic_limit with the PCIe path shared as the node wires it (Platform.gpus_per_node GPUs for its K NICs), not as
-        a group view's ranks per node (PCIE_BY_WIRED_GPUS; the alltoall's per-GPU rate, collectives/fabric.Alltoall)."""
-        wired = self.platform.gpus_per_node if PCIE_BY_WIRED_GPUS and self.platform.gpus_per_node else self.gpus_per_node
-        return self._nic_limit(self._pcie_per_nic(wired))
-
-    @property
-    def nic_rate_Bps(self) -> float:
-        return self.nic_limit[0]
+        """nic_limit with the PCIe path shared as the node wires it (wired_gpus; the alltoall's per-GPU rate,
+        collectives/fabric.Alltoall)."""
+        return self._nic_limit(self.wired_pcie_per_nic)
 
     @property
     def ranks(self) -> int:

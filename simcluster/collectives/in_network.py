@@ -45,12 +45,25 @@ def node_allreduce_s(cluster, size: float) -> float:
     return domain_predict(cluster.intra, "all_reduce", max(1, int(size)), g, cluster.arch, nvls, cluster.nccl).time_s
 
 
+def group_nics(cluster) -> tuple[float, float, str]:
+    """(NICs, PCIe bytes/s a NIC, its name) of the call's ranks on one node. A group view of g ranks a node (llm/comm's
+    copy of the Cluster for a group across nodes) streams through its ranks' own share of the node's K NICs, K g /
+    G_wired (Platform.gpus_per_node; below 1 where a NIC serves several GPUs: the rank's share of it), each behind the
+    PCIe path as the board wires it: the rule the alltoall's per-GPU rate follows (collectives/cluster.wired_nic_limit,
+    PCIE_BY_WIRED_GPUS; session 52 mendB52). Before, the view read as its g ports spread over all K NICs."""
+    k_node, g, wired = max(1, cluster.platform.nics_per_node), max(1, cluster.gpus_per_node), max(1, cluster.wired_gpus)
+    if wired == g:
+        return (k_node, *cluster.pcie_per_nic)
+    return (k_node * g / wired, *cluster.wired_pcie_per_nic)
+
+
 class InNetwork:
     """In-network aggregation (all_reduce, a machine with an aggregation card): the node reduces inside (NVLink
     SHARP where it has an NVLS card, NCCL's NVLS + CollNet; else CollNet Direct's scatter to the NICs' GPUs over
     NVLink), each of its K NICs streams its S/K up a tree of switches and back (hardware/switch.py: the tree's levels,
-    per-level latency, the switch's aggregation rate and concurrent-tree limit; the stream at most the NIC's and its
-    PCIe path's rate), the node broadcasts the result inside (NVLS, or a gather over NVLink). The in-node reduce and
+    per-level latency, the switch's aggregation rate and concurrent-tree limit; the stream at most the switch port's,
+    the NIC's own line rate (where slower, at the card's frame payload) and its PCIe path's rate; a group view's ranks
+    stream through their own NICs only, group_nics), the node broadcasts the result inside (NVLS, or a gather over NVLink). The in-node reduce and
     broadcast run in one kernel and share each GPU's NVLink: together they are one stage, the node's own all_reduce
     of S (with NVLS: l_NVLS + S / algbw_NVLS, never below the node's own all_reduce). NCCL's CollNet runs
     the stages as a pipeline over chunks: a call larger than COLLNET_CHUNK_BYTES takes its slower stage plus the
@@ -81,8 +94,12 @@ class InNetwork:
     def time(self, call, protocol: str = "Simple") -> tuple[float, dict]:
         cluster, agg = call.cluster, call.cluster.aggregation
         tree = aggregation_tree(cluster)
-        k = max(1, cluster.platform.nics_per_node)
-        pcie_Bps, pcie_name = cluster.pcie_per_nic
+        k, pcie_Bps, pcie_name = group_nics(cluster)
+        nic_line = cluster.nic.line_rate_Bps
+        if nic_line < agg.line_rate_Bps:      # a NIC slower than the switch's ports: its own wire, the card's frames
+            nic_cap = (nic_line * agg.frame_payload_bytes / agg.frame_wire_bytes,
+                       f"NIC line rate ({nic_line * 8 / 1e9:g} Gb/s, below the switch's {agg.line_rate_Bps * 8 / 1e9:g})")
+            pcie_Bps, pcie_name = min((pcie_Bps, pcie_name), nic_cap)
 
         def switch(size: float) -> dict:
             return agg.terms(size / k, tree.levels, tree.hop_latency_s, pcie_Bps, tree.trees)

@@ -12,7 +12,9 @@ from simcluster.trust.regime import framework_family
 # its figures are today's predictions: tests/test_llm_caveats_moe.py (slow) recomputes them (studies/moe_adopt50_reading.py)
 MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 11.0% mean "
                 "|error| (45 within 10%; 1 slow beyond 10%, Grok-1's 0 among them since session 52 priced its EP "
-                "alltoall across nodes at each GPU's own NIC, and 24 "
+                "alltoall across nodes at each GPU's own NIC, an alltoall itself about 20% fast on held-out cross-node "
+                "rows at large sizes (h100-roce-4x400g-x2-drobotics +23.8%, azure ndmv4 +20.4%): Grok-1's agreement is "
+                "not the accuracy of EP traffic across nodes; and 24 "
                 "fast; each of their 13 sources once 15.4%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
                 "files 11 of 13 rows fast beyond 10%) and are development for the term (llm/moe_router_term.py, on for "
                 "megatron and megatron-te-fa2; its router priced at the GPU's kernel time since session 50, the host's "
@@ -38,8 +40,14 @@ MOE_GRAPHS = {True: ("; router and dispatcher preprocess are assumed CUDA-graphe
 MOE_UNFUSED = ("; the unfused router (moe_router_fusion false) is priced from one measurement of Megatron-Core 24bad8e6's "
                "in Moonlight 16B's configuration on one H200 (GPU scaled by tokens x experts and the HBM rate; ungraphed, "
                "its {calls} forward calls after the GEMM at {per_us:.1f} us each, the measuring host's, in place of "
-               "{router} of those host calls): another router configuration, version or host is extrapolated to "
-               "(llm/moe_router_unfused.py)")
+               "{router} of those host calls; that host is the device's KVM Xeon, not a DGX host, and on a row whose "
+               "router is ungraphed its calls, not the GPU part, carry nearly all of the term's time): another router "
+               "configuration, version or host is extrapolated to (llm/moe_router_unfused.py)")
+# appended where the term prices the fused router by default (a Megatron MoE answer the unfused router does not mark)
+MOE_FUSED_ASSUMED = ("; a recipe running Megatron-Core's unfused router (moe_router_fusion false, Megatron-Core's own "
+                     "default since the option entered; the published performance recipes set true) can set "
+                     "`framework: {name: megatron, moe_router_fusion: false}`, priced from one measurement in Moonlight "
+                     "16B's router configuration")
 # the host after the MoE dispatcher sync (llm/moe_sync.py): c comes from one H100 BF16 profile with CUDA graphs over router
 # and preprocess; elsewhere it is used unmeasured
 MOE_SYNC_EXTRAPOLATED = ("MoE host after the dispatcher sync: its cost per host call ({c_us:.1f} us) was derived on H100 "
@@ -184,10 +192,11 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         graphs = MOE_GRAPHS[framework.moe_graphs].format(n=moe_graphs.UNGRAPHED_CALLS, us=moe_graphs.HOST_CALL_S * 1e6)
         card = (MOE_TERM_UNJUDGED.format(card=gpu.name) if moe_router_term.applies(framework)
                 and not gpu.name.startswith(MOE_TERM_JUDGED) else "")
-        unfused = moe_router_unfused.marks(framework) and moe_router_term.applies(framework) and moe_router_term.on()
-        calls, per_s = moe_router_unfused.router_host(framework, moe_graphs.ROUTER_CALLS, moe_graphs.HOST_CALL_S)
+        unfused = moe_router_term.unfused(framework)
+        calls, per_s = moe_graphs.router_host(framework)
         out.append(MOE_MEGATRON.format(card=card) + (graphs if moe_sync.applies(framework, par) else "")
-                   + (MOE_UNFUSED.format(calls=calls, per_us=per_s * 1e6, router=moe_graphs.ROUTER_CALLS) if unfused else ""))
+                   + (MOE_UNFUSED.format(calls=calls, per_us=per_s * 1e6, router=moe_graphs.ROUTER_CALLS) if unfused
+                      else MOE_FUSED_ASSUMED if moe_router_term.applies(framework) and moe_router_unfused.ON else ""))
     if model.moe and moe_sync.applies(framework, par):
         where = [f"GPU card {gpu.name}"] if not gpu.name.startswith(H100_CLASS) else []
         where += [f"{precision} runs"] if precision != "bf16" else []

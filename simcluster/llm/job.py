@@ -24,6 +24,8 @@
                                  # rope_fusion: true | false (MLA's rotary, Megatron-Core's apply_rope_fusion: llm/mla_layout.py;
                                  # default the framework's: fused under Megatron, unfused under the eager frameworks),
                                  # moe_graphs: true | false (MoE router and preprocess in CUDA graphs: llm/moe_graphs.py)
+                                 # moe_router_fusion: true | false (Megatron-Core's fused router; false: its unfused
+                                 # TopKRouter, priced from one measurement, llm/moe_router_unfused.py; default true)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -33,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
-from simcluster.llm import eager, eager_ac
+from simcluster.llm import eager, eager_ac, moe_router_term
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.compiled import check_compiled
 from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
@@ -69,6 +71,7 @@ class LlmJob:
     compiled: bool = False                               # torch: {compile: true}, each block under torch.compile
     rope_fusion: bool | None = None                      # framework.rope_fusion (MLA); None: the framework's default
     moe_graphs: bool | None = None                       # framework.moe_graphs (MoE, Transformer Engine); None: captured
+    moe_router_fusion: bool | None = None                # framework.moe_router_fusion (MoE, megatron / -te-fa2); None: fused
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
@@ -77,7 +80,8 @@ class LlmJob:
         else:
             fw = FRAMEWORKS[self.framework]
         fw = fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
-        return fw if self.moe_graphs is None else replace(fw, moe_graphs=self.moe_graphs)
+        fw = fw if self.moe_graphs is None else replace(fw, moe_graphs=self.moe_graphs)
+        return fw if self.moe_router_fusion is None else replace(fw, moe_router_fusion=self.moe_router_fusion)
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
@@ -131,6 +135,11 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     if moe_graphs is False and par.moe_a2a_overlap:
         r.fail(f"{key}.framework.moe_graphs", "changes nothing under parallel.moe_a2a_overlap (the MoE host term is off "
                "there, llm/moe_sync.py)", hint="remove it, or moe_a2a_overlap: false")
+    fusion = j.framework.moe_router_fusion if isinstance(j.framework, Framework) else None
+    if fusion is not None and not (model.moe and moe_router_term.applies(fw)):
+        r.fail(f"{key}.framework.moe_router_fusion", "prices Megatron-Core's MoE router on the frameworks "
+               f"{', '.join(moe_router_term.ADOPTED)} (llm/moe_router_unfused.py); this model or framework has none",
+               hint="remove it")
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
@@ -139,7 +148,8 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         checkpoint_plan(model, rel, machine.gpus_per_node * machine.nodes, machine.gpus_per_node)   # refusals known before the step
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
-                  host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion, moe_graphs=moe_graphs)
+                  host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion, moe_graphs=moe_graphs,
+                  moe_router_fusion=fusion)
 
 
 def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:

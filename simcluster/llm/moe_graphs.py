@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcluster.llm import moe_router_unfused
+from simcluster.llm import moe_router_term, moe_router_unfused
 from simcluster.llm.framework import MoeHost
 
 ROUTER_CALLS = 7       # router.py at d98e8a64 (docstring)
@@ -46,9 +46,17 @@ UNGRAPHED_CALLS = ROUTER_CALLS + PREPROCESS_CALLS
 HOST_CALL_S = MoeHost().kernel_s / MoeHost().profiled_over_plain   # 40 us: Megatron-Core's host per small forward kernel
 
 
+def router_host(fw) -> tuple[int, float]:
+    """(calls, host seconds each) of the ungraphed router after its GEMM: the unfused router's measured ones where it is
+    priced (moe_router_term.unfused, the condition of its GPU price and caveat too), else ROUTER_CALLS x HOST_CALL_S."""
+    if moe_router_term.unfused(fw):
+        return moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)
+    return ROUTER_CALLS, HOST_CALL_S
+
+
 def ungraphed_calls(fw) -> int:
     """Forward host calls a MoE layer pass adds before its sync when the recipe does not graph router and preprocess."""
-    return 0 if fw.moe_graphs else moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)[0] + PREPROCESS_CALLS
+    return 0 if fw.moe_graphs else router_host(fw)[0] + PREPROCESS_CALLS
 
 
 def with_ungraphed(seg: np.ndarray, issue_s: float, fw) -> tuple[np.ndarray, np.ndarray]:
@@ -57,7 +65,7 @@ def with_ungraphed(seg: np.ndarray, issue_s: float, fw) -> tuple[np.ndarray, np.
     router's measured where the recipe runs Megatron-Core's unfused router (llm/moe_router_unfused.router_host)."""
     if fw.moe_graphs:
         return np.asarray(seg, dtype=float), np.full(len(seg), issue_s)
-    rn, rs = moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)
+    rn, rs = router_host(fw)
     times = np.concatenate([seg, np.zeros(rn + PREPROCESS_CALLS)])
     issue = np.concatenate([np.full(len(seg), issue_s), np.full(rn, rs), np.full(PREPROCESS_CALLS, HOST_CALL_S)])
     return times, issue

@@ -145,6 +145,12 @@ def applies(fw) -> bool:
     return fw.name in _SCOPE
 
 
+def unfused(fw) -> bool:
+    """Whether a framework's router is priced as Megatron-Core's unfused one (llm/moe_router_unfused): the one condition
+    of its GPU price (ops.layer_forward's mark), its host calls (llm/moe_graphs) and its caveat (llm/caveats)."""
+    return moe_router_unfused.marks(fw) and applies(fw) and on()
+
+
 def judged(source: str) -> bool:
     """Whether a published file is one of JUDGED_FILES: `source` its file name or, as a ReferenceRow names it, its stem."""
     return (source if source.endswith(".yaml") else f"{source}.yaml") in JUDGED_FILES

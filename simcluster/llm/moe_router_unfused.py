@@ -13,15 +13,23 @@ GPU (R): the router op's seconds beyond the card's GEMM price are the bundle's, 
 session 49's: forward = kernels(fwd) - the H200 card's bf16 GEMM price (T, E, h); backward = kernels(fwdbwd) -
 kernels(fwd) - the card's dgrad + wgrad prices; scaled to an op of shape (m, e) by (m e) / (T E) and to another card by
 the H200's HBM rate over the card's, the law llm/moe_router_term applies to its table (ASSUMED here: the bundle has one
-shape; the chain's fixed per-kernel cost does not scale, so small shapes are over- and faster cards under-charged). It
-REPLACES the adopted table's router row for that op (the table measured the plain-torch chain); the permutation is
-unchanged.
+shape; a line through the origin, while the chain's fixed per-kernel cost does not scale: small shapes are under-, large
+shapes (256 experts) and slower-HBM cards over-, faster cards under-charged). It REPLACES the adopted table's router row
+for that op (the table measured the plain-torch chain); the permutation is unchanged. The backward's kernels carry the
+read-out's synthetic loss (mul and sum over T x E and their backward, a few us of the 94.8; not netted, as the torch-chain
+comparator carries the same loss): slightly over-charged.
 Host (H): where the recipe also leaves the router out of CUDA graphs (framework.moe_graphs False, llm/moe_graphs.py), the
 router's ROUTER_CALLS x HOST_CALL_S (7 x 40 us) after its GEMM become the bundle's forward kernels less the GEMM
 (n_fwd - 1 = 54 calls), each at the bundle's host seconds a forward kernel (host_fwd / n_fwd = 26.3 us): 1,418 us a
 forward MoE layer pass. Issue time does not scale with tokens or experts (ASSUMED: the launch count is the
-configuration's); the device's host CPU is not the rows' DGX-H100 host (an extrapolation, either way). The backward's
+configuration's); the device's host CPU (a 16-vCPU KVM Xeon, runs/lscpu.txt) is not the rows' DGX-H100 host (an
+extrapolation, either way: that host is slow in general, its plain-torch chain issues 27.5 us a kernel). The backward's
 host is not priced (no sync there, as moe_graphs). Graphed (moe_graphs True), the router is one graph launch: no change.
+On Moonlight's rows (H100, ungraphed) the host part carries about 99% of the term's move (+29.6 of +29.8 ms a step; the
+GPU part +0.2 ms, hidden: review B52), so their change rests on this host figure, not on rule R's GPU verdict.
+Not re-expressed relative to the same host's torch-chain figure (40 us x 26.3 / 27.5): HOST_CALL_S's 40 us is itself
+from the project's device (calibration/h200x4-megatron-moe-2026-11-27, Megatron's in-layer kernels), so the ratio would not
+cancel the host kind, and it would replace this code's direct measurement by a microbenchmark ratio (mendB52).
 
 ON: the switch heldout/registration.moonprice52_facts turns off for the sets registered before this session's change
 (their read-outs print as registered); default on, but nothing moves unless a file's recipe says moe_router_fusion false.

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import eager_ac, mla_layout, moe_router_term, moe_router_unfused
+from simcluster.llm import eager_ac, mla_layout, moe_router_term
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.op_price import ACT_BYTES, BF16_UNDER_FP8, Op, attention, gemm, gemm_backward, memory, torch_chain
 from simcluster.llm.op_price import GROUPED_GEMMS as GROUPED_GEMMS
@@ -216,7 +216,7 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
         term = moe_router_term.applies(fw)   # the measured router / permutation term's scope (its ADOPTED frameworks)
         rt = moe_router_term.router_tokens(T, Tsp)   # the rank's sequence shard under SP (moedev51)
-        unfused = "unfused" if term and moe_router_unfused.marks(fw) else term   # Megatron-Core's unfused router (measured)
+        unfused = "unfused" if moe_router_term.unfused(fw) else term   # Megatron-Core's unfused router (measured)
         ops += [replace(gemm("router", rt, model.experts, h, in_bytes=2), term=unfused),
                 *([torch_chain("router_topk", "topk", rt * model.experts)] if fw.torch_chains else []),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
