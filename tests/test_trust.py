@@ -152,9 +152,10 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # publ51's two publishers outside NVIDIA's recipes (FlagPerf, Google's gpu-recipes: 8 rows), the two Megatron-Bridge
     # 25.11 files one source (mendB51) and moedev51's MoE source facts: 153 rows, 12 sources, 70.6% (108 of 153), by
     # source 70.5%: back over the claim by 1 row (70% of 153 is 107.1), not by widening anything. Session 52: publ52's
-    # NeMo Megatron 22.08 A100 tables (11 rows, one source, predicted once: 16.4%, 5 within 10%): 164 rows, 13 sources,
-    # 70.1% (115 of 164; 70% of 164 is 114.8): over the claim by 0.2 row; by source 78.9%
-    assert 70.0 < cov["llm"].coverage_pct < 71.0 and cov["llm"].sources == 13 and cov["llm"].covered == 115, cov["llm"]
+    # NeMo Megatron 22.08 A100 tables (11 rows, predicted once: 16.4%, 5 within 10%; zero 1 -> 2 after cold read C52, a
+    # transcription correction: 15.1%) and, by the source-group rule (mendC52), the five NeMo-team files one source: 164
+    # rows, 11 sources, 73.2% (120 of 164); by source 83.3% (13 sources, ungrouped: 70.7%, 116 of 164)
+    assert 72.5 < cov["llm"].coverage_pct < 74.0 and cov["llm"].sources == 11 and cov["llm"].covered == 120, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
@@ -166,8 +167,9 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # -4.9..+138.4%), beside MoE bf16 (mean |error| 27.3%); the A100 FSDP rows left (development) in session 46
     # session 49: adopt49's router term makes every published MoE row development (no MoE regime in the bands): 11.7%
     # session 50: the dgxc files one source (mendB1): 11.2%; session 51: 11.4%; session 52: publ52's NeMo 22.08 A100 rows
-    # (the 175B rows +26..+30% fast join TP+PP bf16 and widen its band; the 5B rows open DP/ZeRO-1/2 bf16): 14.7%
-    assert 14.0 < cov["llm"].median_half_width_validated_pct < 15.5
+    # (the 175B rows +15..+30% fast join TP+PP bf16 and widen its band; the 5B rows open DP/ZeRO-1/2 bf16): 14.7%; with
+    # the NeMo-team files one source (mendC52; fewer folds, wider left-out bands): 15.8%
+    assert 15.0 < cov["llm"].median_half_width_validated_pct < 16.5
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
     one_node = load_table().family_rows("collective one node")
