@@ -10,12 +10,12 @@ from simcluster.llm.spec import ParallelSpec, TransformerSpec
 from simcluster.trust.regime import framework_family
 
 # its figures are today's predictions: tests/test_llm_caveats_moe.py (slow) recomputes them (studies/moe_adopt50_reading.py)
-MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 11.0% mean "
+MOE_MEGATRON = ("MoE: the 70 published Megatron MoE rows the router / permutation term's rule priced miss by 10.5% mean "
                 "|error| (45 within 10%; 1 slow beyond 10%, Grok-1's 0 among them since session 52 priced its EP "
                 "alltoall across nodes at each GPU's own NIC, an alltoall itself about 20% fast on held-out cross-node "
                 "rows at large sizes (h100-roce-4x400g-x2-drobotics +23.8%, azure ndmv4 +20.4%): Grok-1's agreement is "
                 "not the accuracy of EP traffic across nodes; and 24 "
-                "fast; each of their 13 sources once 15.4%, 7 sources worse since session 50, the 2026 Megatron-Bridge "
+                "fast; each of their 13 sources once 14.9%, 6 sources worse since session 50, the 2026 Megatron-Bridge "
                 "files 11 of 13 rows fast beyond 10%) and are development for the term (llm/moe_router_term.py, on for "
                 "megatron and megatron-te-fa2; its router priced at the GPU's kernel time since session 50, the host's "
                 "launch gaps left to the host terms); 11 later rows from 2 sources are held out, 8.0%, not met (the "
