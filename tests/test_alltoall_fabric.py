@@ -135,12 +135,14 @@ def test_a_group_view_with_fewer_ranks_a_node_keeps_each_gpus_own_nic():
     assert p.breakdown["network_Bps_per_gpu"] == pytest.approx(R, rel=1e-12)
     assert p.breakdown["network_s"] == pytest.approx(size * 6 / 8 / R, rel=1e-12)
     assert p.breakdown["binding_limit"].startswith("NIC line rate (400 Gb/s")
-    with moe52_facts(False):
-        old = dataclasses.replace(full, gpus_per_node=2, job_nodes=4)
+    with moe52_facts(False):                    # a Cluster reads the switch when built (mendF52): build it inside
+        old = dataclasses.replace(cluster(4), gpu_pcie=pcie.parse("gen5x16"), gpus_per_node=2, job_nodes=4)
         q = predict_fabric(old, "alltoall", size)
         assert q.breakdown["network_Bps_per_gpu"] == pytest.approx(port / 4, rel=1e-12)
         assert q.breakdown["binding_limit"] == "PCIe Gen5 x16 between GPU and NIC (one GPU's port for 4 NICs)"
         # the whole node (G = 8 ranks a node) is the same either way: one NIC per GPU, R
         assert predict_fabric(full, "alltoall", size).breakdown["network_Bps_per_gpu"] == pytest.approx(R, rel=1e-12)
-    # the rings' node share reads the Cluster's own limit, unchanged by the switch
+    # the rings' node share reads the Cluster's own limit, unchanged by the switch; a view keeps its Cluster's setting
     assert view.nic_limit == old.nic_limit
+    with moe52_facts(False):
+        assert predict_fabric(dataclasses.replace(full, gpus_per_node=2, job_nodes=4), "alltoall", size).time_s == p.time_s

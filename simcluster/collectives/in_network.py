@@ -96,7 +96,8 @@ class InNetwork:
         tree = aggregation_tree(cluster)
         k, pcie_Bps, pcie_name = group_nics(cluster)
         nic_line = cluster.nic.line_rate_Bps
-        if nic_line < agg.line_rate_Bps:      # a NIC slower than the switch's ports: its own wire, the card's frames
+        # a NIC slower than the switch's ports: its own wire, the card's frames (mendB52; with the Cluster's pcie_by_wired)
+        if cluster.pcie_by_wired and nic_line < agg.line_rate_Bps:
             nic_cap = (nic_line * agg.frame_payload_bytes / agg.frame_wire_bytes,
                        f"NIC line rate ({nic_line * 8 / 1e9:g} Gb/s, below the switch's {agg.line_rate_Bps * 8 / 1e9:g})")
             pcie_Bps, pcie_name = min((pcie_Bps, pcie_name), nic_cap)
