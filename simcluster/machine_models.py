@@ -123,7 +123,13 @@ def machine_unvalidated(machine: Machine) -> str:
     trust/band.machine_shape_why), '' where nothing: what each answer's regime carries (Regime.unvalidated)."""
     from simcluster.trust.band import machine_shape_why
 
-    return machine_shape_why(machine.domain_gpus if machine.domains > 1 else 0, machine_nccl(machine).opted_in)
+    return machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in)
+
+
+def domain_gpus_across(machine: Machine) -> int:
+    """The GPUs of one NVLink domain where the machine has several, 0 where one: what the large-domain rule reads
+    (trust/band.large_domains; machine_unvalidated's mark and predict collective's note, one reading)."""
+    return machine.domain_gpus if machine.domains > 1 else 0
 
 
 def machine_pcie(machine: Machine, nic, arch: str):

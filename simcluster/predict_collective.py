@@ -175,7 +175,7 @@ def _stated_tables(m) -> list[str]:
 
     nccl = machine_nccl(m)
     release, used = nccl.tuner, nccl.opted_in        # the tables that priced it (final read 51 item 1)
-    if release is None or not used:                  # not opted in, or opted in to tables that are the default's
+    if not used:                            # not opted in (no tuner), or opted in to the default's tables
         return []
     stated = ".".join(map(str, release))
     newer = f", newer than the newest release read, {'.'.join(map(str, NEWEST_READ))}" if release[:2] > NEWEST_READ[:2] else ""
@@ -236,10 +236,10 @@ def _across_large_domains(m) -> list[str]:
     unvalidated: the only rows of that shape are development and the ring's miss there has no sourced cause
     (docs/models/fabric-findings.md, session 51, gb200x51). Where it fires the trust lines say unvalidated, no band, as
     every answer on the machine does (trust/band.machine_shape_why, the rule)."""
-    from simcluster.machine_models import machine_gpu
-    from simcluster.trust.band import LARGE_DOMAIN_GPUS
+    from simcluster.machine_models import domain_gpus_across, machine_gpu
+    from simcluster.trust.band import large_domains
 
-    if m.domains <= 1 or m.domain_gpus <= LARGE_DOMAIN_GPUS:
+    if not large_domains(domain_gpus_across(m)):
         return []
     gpu = machine_gpu(m)
     other = f"; none of any {gpu} machine, so what follows is GB200's alone" if gpu and gpu != "GB200" else ""

@@ -205,6 +205,12 @@ def pooled_band(pooled: tuple[float, float], own_range: tuple[float, float] | No
     return pooled if own_range is None else (min(pooled[0], own_range[0]), max(pooled[1], own_range[1]))
 
 
+def large_domains(domain_gpus_across: int) -> bool:
+    """Across NVLink domains of more than LARGE_DOMAIN_GPUS GPUs (machine_models.domain_gpus_across): the one test of
+    the large-domain rule, which machine_shape_why's mark and predict collective's note share."""
+    return domain_gpus_across > LARGE_DOMAIN_GPUS
+
+
 def machine_shape_why(domain_gpus_across: int, opted_in: str) -> str:
     """Why every answer priced on a machine's collectives (a collective, a DDP or an LLM step; predict, run, sweeps and
     plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine
@@ -214,7 +220,7 @@ def machine_shape_why(domain_gpus_across: int, opted_in: str) -> str:
     NCCL's choice where the machine opts in (machine.nccl_tables: stated; nccl_versions.NcclRelease.opted_in), else ''
     (cold review B51 item 2). '' where neither."""
     why = []
-    if domain_gpus_across > LARGE_DOMAIN_GPUS:
+    if large_domains(domain_gpus_across):
         why.append(f"across NVLink domains of {domain_gpus_across} GPUs (no held-out row of this shape, only GB200 "
                    "development rows: docs/models/fabric.md, Multi-node NVLink domains)")
     if opted_in:
