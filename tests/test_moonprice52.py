@@ -47,8 +47,24 @@ def test_bad_bundle_paths_are_one_line(tmp_path):
     with pytest.raises(SimclusterError) as e:
         moonprice52.document(tmp_path)
     one_line(e.value, "not a studies/moonrouter52_device.py output")
-    with pytest.raises(ValueError, match="not the unfused router's figures"):
+    with pytest.raises(SimclusterError, match="not the unfused router's figures"):
         moe_router_unfused.read(tmp_path / "runs" / moonprice52.TRACE)
+
+
+def test_a_corrupt_shipped_data_file_is_one_line_naming_it(tmp_path, monkeypatch):
+    # final read 52 item 8: FILE / TABLE_FILE are read when called (not bound at import), and a corrupt one is a one-line
+    # SimclusterError naming the file (the CLI prints it as one line), not a traceback
+    bad = tmp_path / "corrupt.json"
+    bad.write_text('{"tokens": ')
+    monkeypatch.setattr(moe_router_unfused, "FILE", bad)
+    monkeypatch.setattr(moe_router_unfused, "_DOC", None)
+    with pytest.raises(SimclusterError) as e:
+        moe_router_unfused.router_extra_s(load_gpu(H200)[0], 2048, 64, backward=False)
+    assert str(bad) in str(e.value) and "\n" not in str(e.value) and "unfused router's figures" in str(e.value)
+    monkeypatch.setattr(moe_router_term, "TABLE_FILE", bad)
+    with pytest.raises(SimclusterError) as e:
+        moe_router_term.read_table()
+    assert str(e.value).startswith(f"{bad}: not the MoE router term's table") and "\n" not in str(e.value)
 
 
 def test_only_a_false_moe_router_fusion_marks_and_the_switch_turns_it_off():
@@ -131,3 +147,15 @@ def test_the_moe_caveat_names_the_unfused_routers_source_only_where_it_is_priced
     assert "is priced from one measurement" not in fused and "moe_router_fusion: false}" in fused   # how to ask for it
     with moonprice52_facts(False):
         assert "unfused router" not in " ".join(caveats.caveats(model, par, UNFUSED, gpu))
+
+
+def test_a_stopped_run_is_refused(tmp_path):
+    # final read 52 item 7: moonprice52 reads its trace through moeker50.read_trace / check_complete, which refuse a run
+    # the device script cut short (device.stopped)
+    doc = json.loads((moonprice52.BUNDLE / "runs" / moonprice52.TRACE).read_text())
+    doc["device"]["stopped"] = "budget"
+    path = tmp_path / moonprice52.TRACE
+    path.write_text(json.dumps(doc))
+    with pytest.raises(SimclusterError) as e:
+        moonprice52.records(path)
+    one_line(e.value, "the run was stopped (budget)")

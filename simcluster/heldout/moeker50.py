@@ -34,29 +34,37 @@ CLOCKS = ("events", "kernels", "graph")
 PASSES = ("fwd", "fwdbwd")
 
 
-def read_trace(path: Path) -> dict:
-    """{(layer, piece, pass, clock): record} and the device record of a studies/moe_kernel_device.py output; one line if
-    it is missing or not such an output."""
+def read_trace(path: Path, script: str = "studies/moe_kernel_device.py", key=None) -> dict:
+    """{key(record): record} (default (layer, piece, pass, clock); a key of None leaves the record out) and the device
+    record of a `script` output (studies/moe_kernel_device.py; heldout/moonprice52 reads moonrouter52's with its own
+    key); one line if it is missing or not such an output."""
+    key = key or (lambda r: (r["layer"], r["piece"], r["pass"], r["clock"]))
     try:
         doc = json.loads(Path(path).read_text())
-        recs = {(r["layer"], r["piece"], r["pass"], r["clock"]): dict(r) for r in doc["records"]}
+        recs = {k: dict(r) for r in doc["records"] if (k := key(r)) is not None}
         device, quick = dict(doc["device"]), bool(doc["quick"])
     except FileNotFoundError:
-        raise SimclusterError(f"{path}: missing (the device call's runs/ from studies/moe_kernel_device.py)") from None
+        raise SimclusterError(f"{path}: missing (the device call's runs/ from {script})") from None
     except IsADirectoryError:
-        raise SimclusterError(f"{path}: a folder, expected a studies/moe_kernel_device.py output") from None
+        raise SimclusterError(f"{path}: a folder, expected a {script} output") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SimclusterError(f"{path}: not a studies/moe_kernel_device.py output ({type(exc).__name__}: {exc})") from None
+        raise SimclusterError(f"{path}: not a {script} output ({type(exc).__name__}: {exc})") from None
     return {"records": recs, "device": device, "quick": quick}
+
+
+def check_complete(tr: dict, path: Path) -> None:
+    """One line unless the trace (read_trace) is an H200's full measurement (heldout/moerouter.check_h200) of a run not
+    stopped short (the device scripts write device.stopped when cut)."""
+    moerouter.check_h200(tr, path)
+    if tr["device"].get("stopped"):
+        raise SimclusterError(f"{path}: the run was stopped ({tr['device']['stopped']}): no complete measurement, no verdict")
 
 
 def read_bundle(runs: Path, optional_graph: bool = True) -> dict:
     """The main trace (TRACE) checked as an H200's full measurement, with the permutations' graph attempt
     (PERMUTE_GRAPH) merged in where that file is there (its process may have been skipped by the budget)."""
     tr = read_trace(runs / TRACE)
-    moerouter.check_h200(tr, runs / TRACE)
-    if tr["device"].get("stopped"):
-        raise SimclusterError(f"{runs / TRACE}: the run was stopped ({tr['device']['stopped']}): no complete measurement, no verdict")
+    check_complete(tr, runs / TRACE)
     extra = runs / PERMUTE_GRAPH
     if extra.is_file() and extra.stat().st_size > 0:
         try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import load_gpu
-from simcluster.heldout import moerouter
+from simcluster.heldout import moeker50, moerouter
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = ROOT / "calibration" / "h200x1-moonrouter52-2026-12-01"
@@ -23,19 +23,14 @@ IMPL, LAYER = "mcore-recipe", "moonlight-ep8"
 
 def records(path: Path) -> dict:
     """{(pass, clock): record} of IMPL's router records in a studies/moonrouter52_device.py output, checked as an H200's
-    full measurement; one line if missing, not such an output, or without the records used."""
-    try:
-        doc = json.loads(Path(path).read_text())
-        recs = {(r["pass"], r["clock"]): dict(r) for r in doc["records"]
-                if r["impl"] == IMPL and r["layer"] == LAYER and r["piece"] == "router"}
-        tr = {"device": dict(doc["device"]), "quick": bool(doc["quick"])}
-    except FileNotFoundError:
-        raise SimclusterError(f"{path}: missing (the moonrouter52 device call's runs/{TRACE})") from None
-    except IsADirectoryError:
-        raise SimclusterError(f"{path}: a folder, expected a studies/moonrouter52_device.py output") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SimclusterError(f"{path}: not a studies/moonrouter52_device.py output ({type(exc).__name__}: {exc})") from None
-    moerouter.check_h200(tr, path)
+    full measurement of a run not stopped (heldout/moeker50.read_trace, check_complete); one line if missing, not such
+    an output, stopped, or without the records used."""
+    def key(r: dict):
+        return (r["pass"], r["clock"]) if (r["impl"], r["layer"], r["piece"]) == (IMPL, LAYER, "router") else None
+
+    tr = moeker50.read_trace(path, "studies/moonrouter52_device.py", key)
+    moeker50.check_complete(tr, path)
+    recs = tr["records"]
     need = [("fwd", "kernels"), ("fwdbwd", "kernels"), ("fwd", "host")]
     if any(k not in recs for k in need):
         raise SimclusterError(f"{path}: expected {IMPL}'s {LAYER} router records {need} (pass, clock)")

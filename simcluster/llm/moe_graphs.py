@@ -50,7 +50,7 @@ def router_host(fw) -> tuple[int, float]:
     """(calls, host seconds each) of the ungraphed router after its GEMM: the unfused router's measured ones where it is
     priced (moe_router_term.unfused, the condition of its GPU price and caveat too), else ROUTER_CALLS x HOST_CALL_S."""
     if moe_router_term.unfused(fw):
-        return moe_router_unfused.router_host(fw, ROUTER_CALLS, HOST_CALL_S)
+        return moe_router_unfused.measured_router_calls()
     return ROUTER_CALLS, HOST_CALL_S
 
 

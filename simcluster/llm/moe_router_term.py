@@ -45,6 +45,7 @@ import json
 import math
 from pathlib import Path
 
+from simcluster.errors import ModelCardError
 from simcluster.llm import moe_router_unfused
 
 ADOPTED = ("megatron", "megatron-te-fa2")    # the frameworks the registered rule judged (module docstring, Scope)
@@ -115,16 +116,19 @@ def set_scope(frameworks: tuple[str, ...]) -> None:
     _SCOPE = tuple(frameworks)
 
 
-def read_table(path: Path = TABLE_FILE) -> tuple[tuple, float]:
-    """(rows, the H200 card's HBM rate) of a table file (heldout/moeker50.write_table); a ValueError naming it if bad."""
+def read_table(path: Path | None = None) -> tuple[tuple, float]:
+    """(rows, the H200 card's HBM rate) of a table file (default TABLE_FILE, read when called; heldout/moeker50.write_table);
+    a one-line ModelCardError naming it if bad."""
+    path = Path(path or TABLE_FILE)
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(path.read_text())
         rows = tuple(tuple(float(x) for x in row) for row in doc["rows"])
         rate = float(doc["h200_hbm_Bps"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not the MoE router term's table (heldout/moeker50.write_table; {type(exc).__name__}: {exc})") from None
+        raise ModelCardError(f"not the MoE router term's table ({type(exc).__name__}: {exc})", where=str(path),
+                             hint="heldout/moeker50.write_table writes it") from None
     if not rows or any(len(r) != 8 for r in rows) or rate <= 0:
-        raise ValueError(f"{path}: expected rows of 8 numbers and h200_hbm_Bps > 0 (heldout/moeker50.write_table)")
+        raise ModelCardError("expected rows of 8 numbers and h200_hbm_Bps > 0 (heldout/moeker50.write_table)", where=str(path))
     return rows, rate
 
 

@@ -40,21 +40,26 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from simcluster.errors import ModelCardError
+
 FILE = Path(__file__).with_name("moe_router_unfused.json")
 KEYS = ("tokens", "experts", "hidden", "router_f_s", "router_b_s", "host_fwd_s", "kernels_fwd", "h200_hbm_Bps")
 ON = True                 # off inside heldout/registration.moonprice52_facts(False)
 _DOC: dict | None = None
 
 
-def read(path: Path = FILE) -> dict:
-    """The measured figures of FILE (heldout/moonprice52.document); a ValueError naming the file if it is not one."""
+def read(path: Path | None = None) -> dict:
+    """The measured figures of `path` (default FILE, read when called; heldout/moonprice52.document writes it); a one-line
+    ModelCardError naming the file if it is not one (the CLI prints it as one line)."""
+    path = Path(path or FILE)
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(path.read_text())
         out = {k: float(doc[k]) for k in KEYS}
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{path}: not the unfused router's figures (heldout/moonprice52.write_file; {type(exc).__name__}: {exc})") from None
+        raise ModelCardError(f"not the unfused router's figures ({type(exc).__name__}: {exc})", where=str(path),
+                             hint="heldout/moonprice52.write_file writes it") from None
     if min(out["tokens"], out["experts"], out["kernels_fwd"], out["h200_hbm_Bps"]) <= 0 or out["kernels_fwd"] < 2:
-        raise ValueError(f"{path}: expected tokens, experts, kernels_fwd >= 2 and h200_hbm_Bps > 0")
+        raise ModelCardError("expected tokens, experts, kernels_fwd >= 2 and h200_hbm_Bps > 0", where=str(path))
     return out
 
 
@@ -84,10 +89,9 @@ def router_extra_s(gpu, m: int, e: int, backward: bool) -> float:
     return net * (m * e) / (d["tokens"] * d["experts"]) * d["h200_hbm_Bps"] / gpu.hbm_bandwidth_Bps
 
 
-def router_host(fw, calls: int, call_s: float) -> tuple[int, float]:
-    """(calls, host seconds each) of the ungraphed router after its GEMM: the bundle's for a marked framework, else
-    (calls, call_s) as given (llm/moe_graphs' ROUTER_CALLS x HOST_CALL_S)."""
-    if not marks(fw):
-        return calls, call_s
+def measured_router_calls() -> tuple[int, float]:
+    """(calls, host seconds each) of the ungraphed unfused router after its GEMM, as measured: the bundle's forward
+    kernels less the GEMM, each at its host seconds a forward kernel (module docstring, Host; llm/moe_graphs.router_host
+    holds the one condition: moe_router_term.unfused)."""
     d = figures()
     return int(d["kernels_fwd"]) - 1, d["host_fwd_s"] / d["kernels_fwd"]
