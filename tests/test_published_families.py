@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -92,6 +93,26 @@ def test_a_family_met_by_one_large_source_is_thin_not_met():
     miss = _family([*(_row("k", 0.12, True, fam) for _ in range(17)), *(_row(x, 0.0, True, fam) for x in "abcd" for _ in range(3))])
     assert not miss["meets_numbers"] and miss["verdict"] == "not met" and _family_target(miss) == "no"
     assert _family([])["verdict"] == "no rows"
+
+
+def test_a_verdict_that_rests_on_a_source_grouping_says_so():
+    """Final read 52 item 9: the verdict with one source_group's files counted apart, where it differs, is printed beside
+    the verdict (fp8's met since mendC52 on the counting alone). Group g's files b (3 rows at 2%) and c (1 row at 15%):
+    as one source they read within, apart c is a source out and the family is thin."""
+    from simcluster.report.validation import render
+
+    fam = "Megatron/NeMo"
+    rows = [*(_row("k", 0.02, True, fam) for _ in range(17)), *(_row("a", 0.02, True, fam) for _ in range(3)),
+            *(_row("b", 0.02, True, fam, "g") for _ in range(3)), _row("c", 0.15, True, fam, "g")]
+    grouped = _family(rows)
+    assert grouped["verdict"] == "met" and grouped["verdict_on_grouping"] == {"g": {"files": 2, "verdict": "thin"}}
+    ungrouped = _family([replace(r, source_group="") for r in rows])
+    assert ungrouped["verdict"] == "thin" and ungrouped["verdict_on_grouping"] == {}
+    same = _family([r for r in rows if r.source != "c"])     # a group whose files agree: nothing rests on it
+    assert same["verdict"] == "met" and same["verdict_on_grouping"] == {}
+    text = render(FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})))
+    line = next(x for x in text.splitlines() if x.lstrip().startswith(f"{fam}  held out"))
+    assert "yes (largest source 17 of 24 rows" in line and "[rests on grouping: g's 2 files apart: thin]" in line
 
 
 @pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),
