@@ -11,6 +11,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
+from simcluster.errors import ModelCardError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout import moerouter
 from simcluster.heldout.registration import before_adopt49
@@ -45,7 +46,7 @@ def test_session_49s_table_is_the_readers_output_of_the_sets_runs():
 def test_a_bad_table_file_is_one_line_naming_it(tmp_path):
     for text in ("{", '{"rows": [], "h200_hbm_Bps": 1.0}', '{"rows": [[1, 2]], "h200_hbm_Bps": 1.0}'):
         (tmp_path / "t.json").write_text(text)
-        with pytest.raises(ValueError, match=str(tmp_path / "t.json")) as exc:
+        with pytest.raises(ModelCardError, match=str(tmp_path / "t.json")) as exc:   # the CLI's one-line error (final read 52)
             moe_router_term.read_table(tmp_path / "t.json")
         assert "\n" not in str(exc.value)
 
