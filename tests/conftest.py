@@ -346,6 +346,27 @@ exec "{py}" "$@"
 """
 
 
+def single_stub_runner(test_module: str, warmup: str, steps: str) -> str:
+    """The stub `llm_step --mode single` of a one-GPU set's dry run (stub_dry_run's `stub_runner`): it finds the
+    registered row of its --preset / --shapes / --ac-mode in `test_module`'s registered(), checks the set's flags
+    (GPU 0, no profiling, `warmup` / `steps`, no --compile), sleeps STUB_SLEEP s and prints run_doc at the registered
+    step and peak (lab1x52's and lseq52's tests; env STUB_TESTS is the tests folder)."""
+    return f"""import json, os, sys, time
+sys.path.insert(0, os.environ["STUB_TESTS"])
+from {test_module} import registered, run_doc
+a = sys.argv[3:]
+val = lambda k: a[a.index(k) + 1] if k in a else None
+seq, mb = map(int, val("--shapes").split(":"))
+row = next(r for r in registered()["rows"] if (r["preset"], r["seq"], r["micro_batch"], r["ac_mode"])
+           == (val("--preset"), seq, mb, val("--ac-mode")))
+assert val("--mode") == "single" and val("--profile") == "0" and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
+assert (val("--warmup"), val("--steps")) == ("{warmup}", "{steps}") and "--compile" not in a
+time.sleep(float(os.environ.get("STUB_SLEEP", "0")))
+p = row["predicted"]["product"]
+print(json.dumps(run_doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])))
+"""
+
+
 def stub_dry_run(tmp_path: Path, bundle: Path, stub_runner: str, env: dict[str, str],
                  budget: str | None = None) -> subprocess.CompletedProcess:
     """A one-GPU set's device_run.sh on this machine with a stub runner: `python3 -m simcluster.runner.llm_step` runs the

@@ -19,6 +19,7 @@ from conftest import (
     measured_llm_tokens,
     refuses_paths_a_keyless_row_and_a_foreign_registration,
     seqs_named_elsewhere,
+    single_stub_runner,
     stub_dry_run,
 )
 
@@ -88,26 +89,13 @@ def test_the_shapes_are_new_to_calibration_on_this_helpers_seqs():
     assert seqs_named_elsewhere(BUNDLE, {x[2] for x in script().SHAPES}) == []
 
 
-STUB_RUNNER = """import json, os, sys, time
-sys.path.insert(0, os.environ["LSEQ52_TESTS"])
-from test_lseq52_set import registered, run_doc
-a = sys.argv[3:]
-val = lambda k: a[a.index(k) + 1] if k in a else None
-seq, mb = map(int, val("--shapes").split(":"))
-row = next(r for r in registered()["rows"] if (r["preset"], r["seq"], r["micro_batch"], r["ac_mode"])
-           == (val("--preset"), seq, mb, val("--ac-mode")))
-assert val("--mode") == "single" and val("--profile") == "0" and os.environ["CUDA_VISIBLE_DEVICES"] == "0"
-assert (val("--warmup"), val("--steps")) == ("2", "4") and "--compile" not in a
-time.sleep(float(os.environ.get("LSEQ52_SLEEP", "0")))
-p = row["predicted"]["product"]
-print(json.dumps(run_doc(row, p["step_ms"] / 1e3, p["peak_mem_GiB"])))
-"""
+STUB_RUNNER = single_stub_runner("test_lseq52_set", "2", "4")
 
 
 def dry_run(tmp_path, budget: str | None = None, sleep: str = "0") -> subprocess.CompletedProcess:
     """device_run.sh on this machine with a stub runner (python3 -m simcluster.runner.llm_step answers the registered
     row's document at its registered step after checking its flags); the packed runs unpacked into a copy of the bundle."""
-    return stub_dry_run(tmp_path, BUNDLE, STUB_RUNNER, {"LSEQ52_TESTS": str(ROOT / "tests"), "LSEQ52_SLEEP": sleep}, budget)
+    return stub_dry_run(tmp_path, BUNDLE, STUB_RUNNER, {"STUB_TESTS": str(ROOT / "tests"), "STUB_SLEEP": sleep}, budget)
 
 
 def test_the_device_script_dry_run_runs_every_registered_process(tmp_path):
