@@ -40,6 +40,7 @@ from llm_heldout_breakdown import compute_split  # noqa: E402
 
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import llm_usage, predict_run  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 FILES = ("llm-nemo-25.04-long-sequence-b200.yaml", "llm-nemo-24.03-long-sequence-h100.yaml")
@@ -80,7 +81,8 @@ def rows_table() -> None:
     print()
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # no arguments: an unknown one is refused in one line
     rows_table()
     print("# TE p2p CP merges (studies/lseq53_te_cp_merges.py docstring): per layer and micro-batch, and their share of "
           "the predicted step; error: validate --published llm's (+ = predicted fast)")
@@ -105,4 +107,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
