@@ -1,14 +1,14 @@
 """What Transformer Engine's p2p context parallelism adds beyond the ring's attention kernels, per published CP row
 (issue 44, session 53 lseq53; read-only, no model change, not a test; docs/models/llm-findings.md "Session 53: lseq53").
 
-Megatron-Core (Megatron-LM 54afff44, NeMo 19fadb67b0's pin: megatron/core/extensions/transformer_engine.py L729-730)
+Megatron-Core (Megatron-LM cbc89b32, NeMo v2.3.0rc2's pin: megatron/core/extensions/transformer_engine.py L679-680)
 passes cp_comm_type "p2p" to TE when the recipe leaves it None (NeMo's Llama 3 config does). TE's AttnFuncWithCPAndKVP2P
-(NVIDIA/TransformerEngine v2.2, transformer_engine/pytorch/attention.py L551-2300; the pinned bee4649c's class differs
-only in fp8 details) runs, besides one fused-attention call per ring step (priced by
-llm/ops._attention_core), memory-bound merges the model does not price. Per layer and micro-batch on one rank, with
-Q = b (s/c) (a/t) d query elements and K = b (s/c) 2 (g/t) d key + value elements (bf16, 2 B each; the byte
-counts below in elements x bytes per element), averaged over ranks
-(a rank runs c - 1 off-diagonal steps, about half on the full q against half the kv, half on half the q):
+(NVIDIA/TransformerEngine v2.2, transformer_engine/pytorch/attention.py L551-2300; NeMo v2.3.0's pin bee4649c differs
+only in fp8 details; v2.3.0rc2's TE 1.14 also zero-fills the output and merges the first step: ~4 Q B more) runs,
+besides one fused-attention call per ring step (priced by llm/ops._attention_core), memory-bound merges the model
+does not price. Per layer and micro-batch on one rank, with Q = b (s/c) (a/t) d query elements and K = b (s/c) 2 (g/t) d
+key + value elements (bf16, 2 B each; the byte counts below in elements x bytes per element), averaged over ranks (a
+rank runs c - 1 off-diagonal steps, about half on the full q against half the kv, half on half the q):
   forward: the first step's output scaled (read + write, 4 Q B); each later step's output merged into it (read both,
     write one: 6 Q B full, 3 Q B on a half-q step: 4.5 Q on average) and the half kv / half q made contiguous (2 K B or
     2 Q B: K + Q on average); the K/V concatenated into the ring buffer once (4 K B)
