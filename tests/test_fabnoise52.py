@@ -84,6 +84,24 @@ def test_no_model_figure_enters_a_pair(study, rows, pairs):
     assert [p.spread_pct for p in study.pairs_of(moved)] == [p.spread_pct for p in pairs]
 
 
+def test_the_two_nccltests309_clusters_pair_at_four_nodes_as_different_sources(rows, pairs):
+    """Session 53 (fabpub53): nccl-tests#309's first cluster's tables (its 4-node run on VMs, 364.93 GB/s at 8 GiB) and
+    the second reporter's cluster (324.52), both 4 x 8 H100 over 8 x 400G IB, all_reduce 8 GiB at NCCL's choice: the
+    first cross-source pair at 4 nodes, spread 364.93 / 324.52 - 1 = 12.5%; at 2 nodes the same two agree within 0.4%
+    at 8 GiB (468.46 / 466.73). The first cluster's peak file and its tables are one source_group, never paired as
+    different sources."""
+    first = _row(rows, "nccl-h100-ib-x2-x4-nccltests309-tables", 8 << 30, nodes=4)[0]
+    second = _row(rows, "nccl-h100-ib-x2-x8-nccltests309-second", 8 << 30, nodes=4)[0]
+    assert (first.busbw_GBps, second.busbw_GBps) == (364.93, 324.52) and first.source != second.source
+    (p,) = _pair(pairs, first, second)
+    assert p.relation == "different sources" and p.spread_pct == pytest.approx((364.93 / 324.52 - 1) * 100)
+    two = [_row(rows, f, 8 << 30)[0] for f in ("nccl-h100-ib-x2-x4-nccltests309-tables", "nccl-h100-ib-x2-x8-nccltests309-second")]
+    (p2,) = _pair(pairs, *two)
+    assert p2.spread_pct == pytest.approx((468.46 / 466.73 - 1) * 100)
+    peak = [r for r in rows if r.file == "nccl-h100-ib-x2-x4-nccltests309"]
+    assert peak and {r.source for r in peak} == {first.source} == {"nccltests309-first"}
+
+
 def test_no_source_outside_the_target_sits_at_its_noise_floor_so_no_collective_regime_is_marked(study, rows, pairs):
     """fabric.md's reading: of the sources outside 10% held out, none is at the floor of independent measurements of its
     kind (model misses or not told), so trust/noise.FLOOR_VERDICTS carries no across-nodes record. Recomputed from the

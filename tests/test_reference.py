@@ -86,6 +86,8 @@ SESSION49_SET = {"oci-gb200-quickstart-rack": 4,   # session 49 (nccl49): record
 SESSION51_SET = {"azure-ndv4-a100-x2-aks": 4,   # session 51 (nccl51): recorded at e0cf0000, predicted once at e135c565 (A51 item 3: one source with the NDm)
                  "azure-ndv5-h100-x2-azcluster": 9, "azure-ndv5-h200-x2-azcluster": 2,   # recorded at d83baaf7, predicted at 0b64781a (one source_group)
                  "crusoe-h200-ib-x2-cmk": 1}   # recorded at 839b1e98, predicted at 47710100
+SESSION53_SET = {"h100-ib-x2-x4-nccltests309-tables": 16}   # session 53 (fabpub53): recorded at 99ee5604 (not blind, said), predicted
+# once at 937849cd; one source_group with h100-ib-x2-x4-nccltests309 (the same two runs' prose peaks)
 SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
                            "oci-gb300-quickstart", "oci-b300-x2-quickstart")   # session 49: no GB300 / B300 card
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
@@ -137,7 +139,8 @@ def test_published_multi_node_validation_does_not_regress():
                 "oci-gb200-quickstart-x1": 0.101, "oci-gb200-quickstart-x2-alltoall": 0.065,   # session 49: the same print
                 "azure-ndv4-a100-x2-aks": 0.092,   # session 51: predicted once at e135c565 (128 MiB +20%, shipped cards)
                 "azure-ndv5-h100-x2-azcluster": 0.009, "azure-ndv5-h200-x2-azcluster": 0.048,   # session 51: at 0b64781a
-                "crusoe-h200-ib-x2-cmk": 0.054}   # session 51: at 47710100 (the model slow on H200 as on CoreWeave / Azure)
+                "crusoe-h200-ib-x2-cmk": 0.054,   # session 51: at 47710100 (the model slow on H200 as on CoreWeave / Azure)
+                "h100-ib-x2-x4-nccltests309-tables": 0.029}   # session 53: at 937849cd (2 nodes -1.5..-4.4%, 4 nodes -10.1..+3.0%)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
@@ -145,7 +148,8 @@ def test_published_multi_node_validation_does_not_regress():
                                                                    | set(SESSION31_SET) | set(SESSION31_RACKS_SET) | set(SESSION34_SET)
                                                                    | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET)
                                                                    | set(SESSION42_SET) | set(SESSION46_SET)
-                                                                   | set(SESSION47_SET) | set(SESSION49_SET) | set(SESSION51_SET)) - EXCLUDED
+                                                                   | set(SESSION47_SET) | set(SESSION49_SET) | set(SESSION51_SET)
+                                                                   | set(SESSION53_SET)) - EXCLUDED
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -160,7 +164,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     v = validate_published_nccl()
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
                          | SESSION40_SET | SESSION41_SET | SESSION42_SET | SESSION46_SET | SESSION47_SET
-                         | SESSION49_SET | SESSION51_SET).items():
+                         | SESSION49_SET | SESSION51_SET | SESSION53_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT | SESSION44_OCI_DEVELOPMENT).get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
