@@ -54,4 +54,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before the study runs
+    study_args.check()
     main()
