@@ -103,11 +103,17 @@ def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str |
 
 def machine_trust(machine) -> MachineTrust:
     """What every answer's trust reads of the machine (trust/band.MachineTrust), built here once per scenario machine
-    (_Context.machine_trust): the machine layer's facts (machine_models: network_link, machine_gpu) and, whether the
-    machine is unvalidated whatever an answer's regime, the trust layer's rule (trust/band.machine_shape_why) on the facts
-    it reads (machine_models.domain_gpus_across, machine_nccl's NcclRelease.opted_in)."""
-    return MachineTrust(network_link(machine), machine_gpu(machine),
-                        machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in))
+    (_Context.machine_trust): the machine layer's facts (machine_models: network_link, machine_gpu) and its mark
+    (machine_unvalidated)."""
+    return MachineTrust(network_link(machine), machine_gpu(machine), machine_unvalidated(machine))
+
+
+def machine_unvalidated(machine) -> str:
+    """Why every answer priced on the machine's collectives is unvalidated whatever its regime, '' where nothing: the
+    trust layer's rule (trust/band.machine_shape_why) on the machine layer's facts it reads
+    (machine_models.domain_gpus_across, machine_nccl's NcclRelease.opted_in). MachineTrust.unvalidated; an LLM step's
+    regime takes it alone (_marked: the step's regime names its own GPU and no link, so its points price no link)."""
+    return machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in)
 
 
 def run_concurrent(cluster: Cluster, job: ConcurrentJob, trust: MachineTrust) -> ConcurrentResult:
@@ -147,8 +153,9 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    p = _marked(context, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
-                                         trace=context.trace, simulate=context.simulate, where=str(scenario.path)))
+    p = _marked(scenario.machine, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
+                                                  trace=context.trace, simulate=context.simulate,
+                                                  where=str(scenario.path)))
     goodput = None
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
@@ -168,14 +175,13 @@ def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = T
     from simcluster.llm.predict import predict_llm_job
 
     context = _Context(Scenario(Path(where), "", "", 0, machine, (job,)), trace, simulate)
-    return _marked(context, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
+    return _marked(machine, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
                                             simulate=simulate, where=where))
 
 
-def _marked(context, p):
-    """An LLM step's answer with its regime carrying why its machine is unvalidated (MachineTrust.unvalidated), if it is
-    (the step's regime names its own GPU and no link)."""
-    why = context.machine_trust().unvalidated
+def _marked(machine, p):
+    """An LLM step's answer with its regime carrying why its machine is unvalidated (machine_unvalidated), if it is."""
+    why = machine_unvalidated(machine)
     return dataclasses.replace(p, regime=dataclasses.replace(p.regime, unvalidated=why)) if why and p.regime else p
 
 

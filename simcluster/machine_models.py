@@ -114,13 +114,13 @@ def machine_nccl(machine: Machine) -> NcclRelease:
     """The NCCL the machine runs, resolved once here (nccl_versions.NcclRelease): the release machine.nccl states (None:
     none stated; scenario loading has refused malformed text) and, from machine.nccl_tables, the release whose tuner
     tables price NCCL's choice. The one reading of both keys, which the cluster, the domain, predict collective's notes
-    and the answers' trust (its `opted_in`, read by build.machine_trust) share."""
+    and the answers' trust (its `opted_in`, read by build.machine_unvalidated) share."""
     return NcclRelease(stated_release(machine.nccl), machine.nccl_tables)
 
 
 def domain_gpus_across(machine: Machine) -> int:
     """The GPUs of one NVLink domain where the machine has several, 0 where one: what the large-domain rule reads
-    (trust/band.large_domains; the machine's mark, build.machine_trust, and predict collective's note, one reading)."""
+    (trust/band.large_domains; the machine's mark, build.machine_unvalidated, and predict collective's note, one reading)."""
     return machine.domain_gpus if machine.domains > 1 else 0
 
 

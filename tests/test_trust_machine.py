@@ -107,7 +107,7 @@ def test_the_numbers_do_not_move_only_the_trust_statement(tmp_path, monkeypatch)
     """The rule marks the answers; every predicted number is the one the unmarked machine gives."""
     sc = load(_scenario(tmp_path, "racks"))
     marked = [job.to_json() for job in run_scenario(sc, simulate=False).jobs]
-    monkeypatch.setattr(build, "machine_shape_why", lambda across, opted_in: "")
+    monkeypatch.setattr(build, "machine_unvalidated", lambda machine: "")
     plain = [job.to_json() for job in run_scenario(sc, simulate=False).jobs]
 
     def numbers(doc):
@@ -227,7 +227,7 @@ def test_nvl72_racks_rank_at_the_band_their_regime_would_have(tmp_path, monkeypa
     racks = llm_row("racks")
     why = racks["jobs[0].validation.unvalidated_why"]
     assert why.startswith(WHY["racks"]) and "jobs[0].validation.measured_over_predicted_time" not in racks
-    monkeypatch.setattr(build, "machine_shape_why", lambda across, opted_in: "")
+    monkeypatch.setattr(build, "machine_unvalidated", lambda machine: "")
     same = dict(llm_row("racks"), point_hash="same")          # the racks' numbers with the band its key gives
     tray = llm_row("plain")
     slow = json.loads(same["jobs[0].validation.measured_over_predicted_time"])[1]

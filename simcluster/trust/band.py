@@ -226,8 +226,8 @@ def large_domains(domain_gpus_across: int) -> bool:
 
 def machine_shape_why(domain_gpus_across: int, opted_in: str) -> str:
     """Why every answer priced on a machine's collectives (a collective, a DDP or an LLM step; predict, run, sweeps and
-    plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine (build.machine_trust
-    passes it the machine layer's facts into MachineTrust.unvalidated), applied by trust_of through Regime.unvalidated.
+    plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine (build.machine_unvalidated
+    passes it the machine layer's facts: MachineTrust.unvalidated, an LLM step's regime), applied by trust_of through Regime.unvalidated.
     `domain_gpus_across` (machine_models.domain_gpus_across):
     the GPUs of one NVLink domain where the machine has several (0: one domain); above LARGE_DOMAIN_GPUS the only
     measured rows are GB200 development rows (cold review A51 item 6). `opted_in`: the release whose tuner tables price
