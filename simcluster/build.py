@@ -18,9 +18,10 @@ from simcluster.machine_models import (
     build_cluster,
     build_domain,
     build_platform,
+    domain_gpus_across,
     machine_gpu,
+    machine_nccl,
     machine_nic,
-    machine_unvalidated,
     network_link,
 )
 from simcluster.network.builders import fabric_tiers, machine_platform
@@ -36,6 +37,7 @@ from simcluster.results import (
 )
 from simcluster.scenario import Scenario
 from simcluster.scenario_jobs import CollectiveSweep, ConcurrentJob, QperfJob, TrainingJob
+from simcluster.trust.band import MachineTrust, machine_shape_why
 from simcluster.trust.regime import card_nvlink_link
 
 
@@ -99,10 +101,23 @@ def machine_predictions(scenario: Scenario, op: str, size_list, algorithm: str |
     return [predict(params, op, size, ranks, host_launch=host_launch) for size in size_list], None
 
 
-def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu: str = "",
-                   unvalidated: str = "") -> ConcurrentResult:
-    """Each job's collective alone on the fabric and with all the jobs at once; `unvalidated` the machine's
-    (machine_models.machine_unvalidated)."""
+def machine_trust(machine) -> MachineTrust:
+    """What every answer's trust reads of the machine (trust/band.MachineTrust), built here once per scenario machine
+    (_Context.machine_trust): the machine layer's facts (machine_models: network_link, machine_gpu) and its mark
+    (machine_unvalidated)."""
+    return MachineTrust(network_link(machine), machine_gpu(machine), machine_unvalidated(machine))
+
+
+def machine_unvalidated(machine) -> str:
+    """Why every answer priced on the machine's collectives is unvalidated whatever its regime, '' where nothing: the
+    trust layer's rule (trust/band.machine_shape_why) on the machine layer's facts it reads
+    (machine_models.domain_gpus_across, machine_nccl's NcclRelease.opted_in). MachineTrust.unvalidated; an LLM step's
+    regime takes it alone (_marked: the step's regime names its own GPU and no link, so its points price no link)."""
+    return machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in)
+
+
+def run_concurrent(cluster: Cluster, job: ConcurrentJob, trust: MachineTrust) -> ConcurrentResult:
+    """Each job's collective alone on the fabric and with all the jobs at once; `trust` the machine's (machine_trust)."""
     import numpy as np
 
     from simcluster.collectives.ring_flows import concurrent_ring_flows
@@ -117,7 +132,7 @@ def run_concurrent(cluster: Cluster, job: ConcurrentJob, link: str = "rdma", gpu
         runs.append(ConcurrentRun([int(n) for n in g], predict_fabric(view, job.op, job.size_bytes, job.algorithm, alone),
                                   predict_fabric(together_view, job.op, job.size_bytes, job.algorithm, shared),
                                   alone.node_rate_Bps, shared.node_rate_Bps, shared.ecmp_collisions))
-    return ConcurrentResult(job, runs, link=link, gpu=gpu, unvalidated=unvalidated)
+    return ConcurrentResult(job, runs, machine_trust=trust)
 
 
 def _qperf(scenario: Scenario, job: QperfJob, context) -> QperfResult:
@@ -132,16 +147,15 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
     from simcluster.predict_training import predict_training
 
     cluster = context.cluster() if scenario.machine.nodes > 1 else None
-    return TrainingResult(job, predict_training(scenario.machine, job, cluster), gpu=machine_gpu(scenario.machine),
-                          unvalidated=machine_unvalidated(scenario.machine))
+    return TrainingResult(job, predict_training(scenario.machine, job, cluster), machine_trust=context.machine_trust())
 
 
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    p = _machine_trust(scenario.machine, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
-                                                         trace=context.trace, simulate=context.simulate,
-                                                         where=str(scenario.path)))
+    p = _marked(scenario.machine, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
+                                                  trace=context.trace, simulate=context.simulate,
+                                                  where=str(scenario.path)))
     goodput = None
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
@@ -161,19 +175,18 @@ def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = T
     from simcluster.llm.predict import predict_llm_job
 
     context = _Context(Scenario(Path(where), "", "", 0, machine, (job,)), trace, simulate)
-    return _machine_trust(machine, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
-                                                   simulate=simulate, where=where))
+    return _marked(machine, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
+                                            simulate=simulate, where=where))
 
 
-def _machine_trust(machine, p):
+def _marked(machine, p):
     """An LLM step's answer with its regime carrying why its machine is unvalidated (machine_unvalidated), if it is."""
     why = machine_unvalidated(machine)
     return dataclasses.replace(p, regime=dataclasses.replace(p.regime, unvalidated=why)) if why and p.regime else p
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
-    m = scenario.machine
-    return run_concurrent(context.cluster(), job, network_link(m), machine_gpu(m), machine_unvalidated(m))
+    return run_concurrent(context.cluster(), job, context.machine_trust())
 
 
 def sweep_result(scenario: Scenario, job: CollectiveSweep) -> SweepResult:
@@ -195,8 +208,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
                f"{flows.node_rate_Bps / 1e9:.1f} GB/s per node ({flows.limit} binds it), ECMP collisions {flows.ecmp_collisions}"
                + (f"; {cluster.nic.transport.upper()} takes {flows.cpu_cores_per_node:.1f} host cores per node at that rate"
                   if cluster.nic.onloaded else ""))
-        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, link=network_link(m),
-                           gpu=machine_gpu(m), unvalidated=machine_unvalidated(m))
+        return SweepResult(job, str(m.card), str(card.get("name")), preds, description=how, machine_trust=context.machine_trust())
     params, card = load_collective(job.card) if job.card else context.machine_card()
     platform = context.platform() if job.engine == "des" else None
     if m.nvls_card and job.engine == "analytic" and not job.card:   # NCCL may run NVLS inside the NVLink domain
@@ -206,9 +218,9 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
         preds = run_sweep(params, job, scenario.seed, platform)
     where = f"1 node x {m.gpus_per_node} GPUs" if not m.nvlink_domain else \
         f"1 NVLink domain of {m.domain_gpus} GPUs ({m.nodes} nodes x {m.gpus_per_node}, multi-node NVLink)"
-    link = card_nvlink_link(card, job.card or m.card)   # the card's GPU (trust regime)
-    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where, link=link,
-                         unvalidated=machine_unvalidated(m))
+    # one node: the card's NVLink (a job's own card, else the machine's) and the GPU that names, the machine's mark
+    trust = dataclasses.replace(context.machine_trust(), link=card_nvlink_link(card, job.card or m.card), gpu="")
+    result = SweepResult(job, str(job.card or m.card), str(card.get("name")), preds, description=where, machine_trust=trust)
     if not job.measured:
         return result
     from simcluster.fit.validate import measured_sweep
@@ -253,7 +265,7 @@ class _Context:
 
     def __init__(self, scenario: Scenario, trace: bool = False, simulate: bool = True):
         self.scenario, self.trace, self.simulate = scenario, trace, simulate
-        self._card = self._cluster = self._platform = None
+        self._card = self._cluster = self._platform = self._trust = None
         self._stamps: dict = {}
 
     def _stamp(self, path):
@@ -299,6 +311,12 @@ class _Context:
         if self._cluster is None:
             self._cluster = build_cluster(self.scenario.machine, self.machine_card()[0], self.platform())
         return self._cluster
+
+    def machine_trust(self) -> MachineTrust:
+        """machine_trust of the scenario's machine, once for its jobs."""
+        if self._trust is None:
+            self._trust = machine_trust(self.scenario.machine)
+        return self._trust
 
 
 JOB_RUNNERS = {CollectiveSweep: _sweep, ConcurrentJob: _concurrent, QperfJob: _qperf, TrainingJob: _training,

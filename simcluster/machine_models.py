@@ -114,21 +114,13 @@ def machine_nccl(machine: Machine) -> NcclRelease:
     """The NCCL the machine runs, resolved once here (nccl_versions.NcclRelease): the release machine.nccl states (None:
     none stated; scenario loading has refused malformed text) and, from machine.nccl_tables, the release whose tuner
     tables price NCCL's choice. The one reading of both keys, which the cluster, the domain, predict collective's notes
-    and the answers' trust (machine_unvalidated) share."""
+    and the answers' trust (its `opted_in`, read by build.machine_unvalidated) share."""
     return NcclRelease(stated_release(machine.nccl), machine.nccl_tables)
-
-
-def machine_unvalidated(machine: Machine) -> str:
-    """Why every answer priced on the machine's collectives is unvalidated with no band whatever its regime's (the rule:
-    trust/band.machine_shape_why), '' where nothing: what each answer's regime carries (Regime.unvalidated)."""
-    from simcluster.trust.band import machine_shape_why
-
-    return machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in)
 
 
 def domain_gpus_across(machine: Machine) -> int:
     """The GPUs of one NVLink domain where the machine has several, 0 where one: what the large-domain rule reads
-    (trust/band.large_domains; machine_unvalidated's mark and predict collective's note, one reading)."""
+    (trust/band.large_domains; the machine's mark, build.machine_unvalidated, and predict collective's note, one reading)."""
     return machine.domain_gpus if machine.domains > 1 else 0
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from simcluster.collectives.model import Prediction
 from simcluster.errors import SimclusterError
 from simcluster.scenario_jobs import CollectiveSweep
+from simcluster.trust.band import MachineTrust
 from simcluster.units import parse_size_arg
 
 MAX_NVLINK_RANKS = 1024        # GPUs of one NVLink domain a --card sweep takes (NVL72 racks are 72)
@@ -27,17 +28,17 @@ class CollectiveSweepResult:
     notes: list[str]
     predictions: list[Prediction]
     description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
-    link: str = "nvlink"              # where the bytes go: one NVLink domain (nvlink-<gpu>), or the NIC transport across nodes
+    # what its trust reads of the machine (build.machine_trust): the link the bytes cross (one NVLink domain, nvlink-<gpu>,
+    # or the NIC transport across nodes), its GPU model, why it is unvalidated whatever its regimes' bands
+    machine_trust: MachineTrust = MachineTrust()
     variant: str = ""                 # the scenario's what-if variant
-    gpu: str = ""                     # the machine's GPU model (machine_models.machine_gpu; one node: the link's), for its trust
     nccl_protocols: dict | None = None   # across nodes, NCCL's protocols as the NIC card restricts them (its source), else None
-    unvalidated: str = ""             # why the machine is unvalidated whatever its regimes' bands (machine_models.machine_unvalidated)
 
     def trust_lines(self) -> list[str]:
         """One line per regime the sizes fall in: its 80% band and validation status."""
         from simcluster.trust.band import sweep_trust_lines
 
-        return sweep_trust_lines(self.predictions, self.link, self.gpu, self.unvalidated)
+        return sweep_trust_lines(self.predictions, self.machine_trust)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate_collective
@@ -47,9 +48,9 @@ class CollectiveSweepResult:
             row = {"size_bytes": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                    "protocol": p.protocol, "algorithm": getattr(p, "algorithm", "") or "nvlink-card",
                    **({"breakdown": p.breakdown} if getattr(p, "breakdown", None) else {})}
-            rows.append(annotate_collective(row, p, self.link, self.gpu, self.unvalidated))
+            rows.append(annotate_collective(row, p, self.machine_trust))
         return {**({"variant": self.variant} if self.variant else {}), "op": self.op, "ranks": self.ranks,
-                "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.link,
+                "ranks_per_node": self.ranks_per_node, "source": self.source, "link": self.machine_trust.link,
                 "description": self.description, "notes": self.notes,
                 **({"nccl_protocols": self.nccl_protocols} if self.nccl_protocols else {}), "rows": rows}
 
@@ -106,9 +107,9 @@ def sweep_from_card(card_path: str, op: str, ranks: int, ranks_per_node: int | N
         notes.append(f"{ranks} GPUs taken as one NVLink domain (an NVL rack); nodes of 8 GPUs joined by NICs need --scenario")
     preds = [predict(params, op, s, ranks, host_launch=host_launched) for s in span]
     device = (card.get("machine", {}).get("devices") or ["simulated GPU"])[0]
-    link = card_nvlink_link(card, card_path)   # one NVLink domain: the card's GPU's regime
+    trust = MachineTrust(card_nvlink_link(card, card_path))   # one NVLink domain: the card's GPU's regime, no machine
     return CollectiveSweepResult(op, ranks, per_node, f"card {card.get('name')} ({card_path})", device, notes, preds,
-                                 link=link)
+                                 machine_trust=trust)
 
 
 def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: str, factor: int,
@@ -129,11 +130,10 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
 
 def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, max_size: str, factor: int,
                    algorithm: str | None) -> CollectiveSweepResult:
-    from simcluster.build import sweep_result
+    from simcluster.build import machine_trust, sweep_result
     from simcluster.card_document import load_card
     from simcluster.collectives.domain import domain_algorithm
     from simcluster.collectives.schedule import canonical_op
-    from simcluster.machine_models import machine_gpu, machine_unvalidated, network_link
 
     op = canonical_op(op)
     m = sc.machine
@@ -154,7 +154,6 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
     result = sweep_result(sc, job)
     device = (f"{Path(m.gpu_card).stem} (simulated)" if m.gpu_card else
               (load_card(m.card).get("machine", {}).get("devices") or ["simulated GPU"])[0])
-    link = network_link(m)
     notes += (_nvls_unpriced(m, op, [p.size_bytes for p in result.predictions]) + _nvls_above_board(m, op) + _borrowed_card(m)
               + _across_large_domains(m) + _stated_tables(m))
     restricted = _nic_protocols(m)
@@ -162,8 +161,7 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
-                                 result.predictions, result.description, link, label, machine_gpu(m), restricted,
-                                 machine_unvalidated(m))
+                                 result.predictions, result.description, machine_trust(m), label, restricted)
 
 
 def _stated_tables(m) -> list[str]:

@@ -6,15 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from simcluster.collectives.model import Prediction
+from simcluster.trust.band import MachineTrust
 
 
-def _rows(predictions: list[Prediction], link: str, gpu: str = "", unvalidated: str = "") -> list[dict]:
+def _rows(predictions: list[Prediction], machine: MachineTrust) -> list[dict]:
     from simcluster.trust.band import annotate_collective
 
     return [annotate_collective({"size_B": p.size_bytes, "time_s": p.time_s, "algbw_Bps": p.algbw_Bps, "busbw_Bps": p.busbw_Bps,
                                  "protocol": p.protocol, **({"algorithm": p.algorithm} if hasattr(p, "algorithm") else {}),
                                  **({"binding_limit": p.breakdown["binding_limit"]} if "binding_limit" in getattr(p, "breakdown", {}) else {})},
-                                p, link, gpu, unvalidated)
+                                p, machine)
             for p in predictions]
 
 
@@ -29,9 +30,8 @@ class SweepResult:
     measured: object | None = None                # fit.validate.OpValidation, when the job names a measurement
     measured_skipped: list[str] = field(default_factory=list)
     description: str = ""                         # nodes, NICs, fabric; the algorithm chosen
-    link: str = "nvlink"                          # one NVLink domain, or the NIC transport across nodes (rdma, tcp)
-    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
-    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
+    # what its trust reads of the machine (build.machine_trust; one node: the card's NVLink, the GPU it names)
+    machine_trust: MachineTrust = MachineTrust()
 
     @property
     def skipped(self) -> list[str]:
@@ -41,7 +41,7 @@ class SweepResult:
         from simcluster.fit.validate import summary
 
         out = {"kind": "collective_sweep", "op": self.job.op, "ranks": self.job.ranks, "engine": self.job.engine,
-               "card": self.card_path, "rows": _rows(self.predictions, self.link, self.gpu, self.unvalidated)}
+               "card": self.card_path, "rows": _rows(self.predictions, self.machine_trust)}
         if self.job.measured is not None:
             m = self.measured
             out["measured"] = None if m is None else {
@@ -69,9 +69,7 @@ class ConcurrentResult:
     job: object                                   # scenario.ConcurrentJob
     runs: list[ConcurrentRun]
     skipped: list[str] = field(default_factory=list)
-    link: str = "rdma"
-    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
-    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
+    machine_trust: MachineTrust = MachineTrust("rdma")   # what its trust reads of the machine (build.machine_trust)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate, collective_trust
@@ -80,7 +78,7 @@ class ConcurrentResult:
             annotate({"nodes": r.nodes, "time_alone_s": r.alone.time_s, "time_shared_s": r.shared.time_s,
                       "slowdown": r.shared.time_s / r.alone.time_s, "algorithm": r.shared.algorithm,
                       "network_alone_Bps": r.network_alone_Bps, "network_shared_Bps": r.network_shared_Bps,
-                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.link, self.gpu, self.unvalidated),
+                      "ecmp_collisions": r.ecmp_collisions}, collective_trust(r.shared, self.machine_trust),
                      times=("time_alone_s", "time_shared_s")) for r in self.runs]}
 
 
@@ -114,14 +112,13 @@ class TrainingResult:
     job: object
     prediction: object
     skipped: list[str] = field(default_factory=list)
-    gpu: str = ""                                 # the machine's GPU model (machine_models.machine_gpu), for its trust
-    unvalidated: str = ""                         # why the machine is unvalidated (machine_models.machine_unvalidated)
+    machine_trust: MachineTrust = MachineTrust()  # what its trust reads of the machine (build.machine_trust)
 
     @property
     def trust(self):
         from simcluster.trust.band import ddp_trust
 
-        return ddp_trust(self.prediction.ranks, self.prediction.nodes, self.gpu, self.unvalidated)
+        return ddp_trust(self.prediction.ranks, self.prediction.nodes, self.machine_trust)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate

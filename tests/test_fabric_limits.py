@@ -13,7 +13,7 @@ from conftest import ROOT
 from test_bad_input import one_line_error
 
 from simcluster import scenario
-from simcluster.build import run_concurrent
+from simcluster.build import machine_trust, run_concurrent
 from simcluster.cards import load_aggregation
 from simcluster.cli import main
 from simcluster.collectives.fabric import predict_fabric
@@ -87,7 +87,7 @@ def test_concurrent_jobs_count_each_others_trees():
     agg, _ = load_aggregation(ROOT / "models/switch/sharp-streaming-100g.yaml")
     cluster = dataclasses.replace(build_cluster(m), aggregation=agg)
     job = ConcurrentJob("all_reduce", 1 << 30, (tuple(range(8)), tuple(range(8, 16))), "in-network")
-    run = run_concurrent(cluster, job).runs[0]
+    run = run_concurrent(cluster, job, machine_trust(m)).runs[0]
     assert run.alone.breakdown["trees_per_switch"] == 1 and run.shared.breakdown["trees_per_switch"] == 2
     assert run.shared.breakdown["switch_rate_Bps"] == pytest.approx(agg.aggregation_Bps / 2)
     assert run.shared.breakdown["binding_limit"].startswith("switch aggregation shared: 2 trees")

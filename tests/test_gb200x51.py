@@ -127,17 +127,17 @@ def test_the_unvalidated_shape_prints_no_band(tmp_path):
     from simcluster.predict_collective import sweep_from_scenario
 
     (rack,) = sweep_from_scenario(_scenario(tmp_path, None, nodes=36, domain=72), "all_reduce", "4G", "16G", 2, None)
-    assert rack.unvalidated.startswith("across NVLink domains of 72 GPUs")
+    assert rack.machine_trust.unvalidated.startswith("across NVLink domains of 72 GPUs")
     lines = rack.trust_lines()
     assert lines and all("unvalidated, no band: across NVLink domains of 72 GPUs" in ln and "not applied" in ln
                          and "(80% band)" not in ln for ln in lines)
     for row in rack.to_json()["rows"]:
         v = row["validation"]
         assert v["status"] == "unvalidated" and "measured_over_predicted_time" not in v and "band_from" not in v
-        assert v["unvalidated_why"] == rack.unvalidated and len(v["regime_band_not_applied"]) == 2
+        assert v["unvalidated_why"] == rack.machine_trust.unvalidated and len(v["regime_band_not_applied"]) == 2
         assert row["time_s_band"] is row["busbw_Bps_band"] is row["algbw_Bps_band"] is None
     (tray,) = sweep_from_scenario(_scenario(tmp_path, None), "all_reduce", "4G", "16G", 2, None)
-    assert not tray.unvalidated and all("no band" not in ln for ln in tray.trust_lines())
+    assert not tray.machine_trust.unvalidated and all("no band" not in ln for ln in tray.trust_lines())
     assert all(row["time_s_band"] is not None and "unvalidated_why" not in row["validation"] for row in tray.to_json()["rows"])
 
 

@@ -84,15 +84,15 @@ def test_term_adds_to_the_marked_router_and_permute_only():
     from dataclasses import replace
 
     h100, h200 = load_gpu(ROOT / "models/gpu/h100-sxm.yaml")[0], load_gpu(moerouter.H200_CARD)[0]
-    router = replace(gemm("router", 4096, 128, 2048), term=True)
+    router = replace(gemm("router", 4096, 128, 2048), term=moe_router_term.RouterTerm.TABLE)
     dgrad, wgrad = gemm_backward(router)
-    perm, dense = replace(permutation("permute", 1e9), term=True), gemm("up", 4096, 768, 2048)
+    perm, dense = replace(permutation("permute", 1e9), term=moe_router_term.RouterTerm.TABLE), gemm("up", 4096, 768, 2048)
     saved = moe_router_term.state()
     moe_router_term.disable()
     op_price.forget()
     try:
         base = {op.name: op_time_s(h100, op, "bf16") for op in (router, dgrad, wgrad, perm, dense)}
-        assert not moe_router_term.on() and dgrad.term and wgrad.term
+        assert not moe_router_term.on() and dgrad.term is wgrad.term is moe_router_term.RouterTerm.TABLE
         moe_router_term.enable([(4096, 128, 2048, 50e-6, 80e-6, 1.5, 1.2, 1e9), (8192, 8, 4096, 1.0, 1.0, 9.0, 9.0, 1e6)],
                                h200.hbm_bandwidth_Bps)
         op_price.forget()
@@ -102,7 +102,7 @@ def test_term_adds_to_the_marked_router_and_permute_only():
         assert op_time_s(h100, wgrad, "bf16") == pytest.approx(base["router.wgrad"])
         assert op_time_s(h100, perm, "bf16") == pytest.approx(1.5 * base["permute"])
         assert op_time_s(h100, dense, "bf16") == pytest.approx(base["up"])
-        assert op_time_s(h100, replace(router, term=False), "bf16") == pytest.approx(base["router"])   # unmarked: untouched
+        assert op_time_s(h100, replace(router, term=None), "bf16") == pytest.approx(base["router"])   # unmarked: untouched
         assert moe_router_term.router_extra_s(h200, 2048, 128, 2048, False) == pytest.approx(25e-6)   # by M E
     finally:
         moe_router_term.set_state(saved)

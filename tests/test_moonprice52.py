@@ -83,11 +83,11 @@ def test_gpu_extra_scales_by_elements_and_hbm_and_replaces_the_table_row():
     assert moe_router_unfused.router_extra_s(h100, 2048, 64, False) == pytest.approx(
         d["router_f_s"] * h200.hbm_bandwidth_Bps / h100.hbm_bandwidth_Bps)
     op = ops.gemm("router", 2048, 64, 2048)
-    fused, unfused = replace(op, term=True), replace(op, term="unfused")
+    fused, unfused = replace(op, term=moe_router_term.RouterTerm.TABLE), replace(op, term=moe_router_term.RouterTerm.UNFUSED)
     t = h200.gemm_time_s(2048, 64, 2048, dtype="bf16")
     assert moe_router_term.adjust(h200, unfused, t) == pytest.approx(t + d["router_f_s"])
     assert moe_router_term.adjust(h200, fused, t) < moe_router_term.adjust(h200, unfused, t)   # 2.6 x the torch chain
-    assert all(o.term == "unfused" for o in op_price.gemm_backward(unfused))
+    assert all(o.term is moe_router_term.RouterTerm.UNFUSED for o in op_price.gemm_backward(unfused))
 
 
 def test_host_of_the_ungraphed_unfused_router_is_the_bundles_per_kernel():

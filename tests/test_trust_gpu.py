@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from simcluster.trust.band import ddp_trust, trust_of
+from simcluster.trust.band import MachineTrust, ddp_trust, trust_of
 from simcluster.trust.build import bundle_gpu
 from simcluster.trust.regime import collective_regime, ddp_regime, gpu_model, llm_regime, transport_regime
 from simcluster.trust.table import Residual, Table
@@ -89,7 +89,7 @@ def test_a_one_node_collective_answer_takes_its_links_gpu_and_ddp_answers_the_ma
     assert collective_regime("all_reduce", "ring", 2**30, "rdma-ib", 16, "B200").gpu == "B200"
     ddp = Table([Residual("ddp", "ddp | data-parallel step | one node", s, str(i), 2.0, 1.0, "H200")
                  for i, s in enumerate("abcab")])
-    assert ddp_trust(2, 1, "H100").regime.gpu == "H100"
+    assert ddp_trust(2, 1, MachineTrust(gpu="H100")).regime.gpu == "H100"
     assert trust_of(ddp_regime(2, 1, "H100"), ddp).status == "extrapolated"
     assert trust_of(ddp_regime(2, 1, "H200"), ddp).status == "validated"
 

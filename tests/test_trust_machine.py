@@ -91,7 +91,7 @@ def test_predict_collective_and_a_sweep_row_say_it_too(tmp_path, shape):
 
     path = _scenario(tmp_path, shape)
     (swept,) = sweep_from_scenario(path, "all_reduce", "1G", "2G", 2, None)
-    assert swept.unvalidated.startswith(WHY[shape])
+    assert swept.machine_trust.unvalidated.startswith(WHY[shape])
     assert all(f"unvalidated, no band: {WHY[shape]}" in line for line in swept.trust_lines())
     sc = load(path)
     (row,) = evaluate([("h", {}, sc)])
@@ -124,7 +124,7 @@ def test_on_a_plain_machine_the_band_is_the_regime_keys(tmp_path):
     band as before this rule), a band printed."""
     result = run_scenario(load(_scenario(tmp_path, "plain")), simulate=False)
     sweep, ddp, llm = result.jobs
-    assert not sweep.unvalidated and not ddp.unvalidated and llm.prediction.regime.unvalidated == ""
+    assert not sweep.machine_trust.unvalidated and not ddp.machine_trust.unvalidated and llm.prediction.regime.unvalidated == ""
     assert ddp.to_json()["validation"] == trust_of(ddp.trust.regime).to_json()
     assert llm.to_json()["validation"] == trust_of(llm.prediction.regime).to_json()
     for job in (sweep, ddp, llm):
@@ -255,7 +255,7 @@ def test_a_stated_release_on_the_default_tables_is_not_marked(tmp_path):
         del SHAPES["default-stated"]
     (swept,) = sweep_from_scenario(path, "all_reduce", "1G", "2G", 2, None)
     (plain,) = sweep_from_scenario(_scenario(tmp_path, "plain"), "all_reduce", "1G", "2G", 2, None)
-    assert swept.unvalidated == "" and swept.trust_lines() == plain.trust_lines()
+    assert swept.machine_trust.unvalidated == "" and swept.trust_lines() == plain.trust_lines()
     assert not any("tuner tables" in n for n in swept.notes), swept.notes
     assert [p.time_s for p in swept.predictions] == [p.time_s for p in plain.predictions]
 

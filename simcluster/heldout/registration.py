@@ -105,20 +105,20 @@ def moedev51_facts(router: bool, pad: bool, permute: bool):
 
 
 @contextmanager
-def moe52_facts(pcie_wired: bool):
-    """Session 52's moe52 source fact on or off inside the block: `pcie_wired` a NIC's PCIe share counted over the node's
-    wired GPUs, not a group view's ranks per node (collectives/cluster.PCIE_BY_WIRED_GPUS: an EP alltoall across nodes
+def moe52_facts(on: bool):
+    """Session 52's fabric facts on or off inside the block (collectives/cluster.FABRIC_FACTS_52): moe52's source fact, a
+    NIC's PCIe share counted over the node's wired GPUs, not a group view's ranks per node (an EP alltoall across nodes
     with 2 of 8 ranks a node was priced at a quarter of each GPU's NIC; off also drops mendB52's in-network cap at a NIC
     slower than the switch's ports, collectives/in_network.py); restored after (studies/moedev51_rows.py --steps). A
-    Cluster reads the switch when it is built (Cluster.pcie_by_wired): build the machine inside the block."""
+    Cluster reads the switch when it is built (Cluster.fabric_facts_52): build the machine inside the block."""
     from simcluster.collectives import cluster
 
-    was = cluster.PCIE_BY_WIRED_GPUS
-    cluster.PCIE_BY_WIRED_GPUS = bool(pcie_wired)
+    was = cluster.FABRIC_FACTS_52
+    cluster.FABRIC_FACTS_52 = bool(on)
     try:
         yield
     finally:
-        cluster.PCIE_BY_WIRED_GPUS = was
+        cluster.FABRIC_FACTS_52 = was
 
 
 @contextmanager

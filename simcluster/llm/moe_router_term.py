@@ -41,12 +41,21 @@ heldout/moeker50.write_table (llm/ cannot import the reader: docs/architecture.m
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 from pathlib import Path
 
 from simcluster.errors import ModelCardError
 from simcluster.llm import moe_router_unfused
+
+
+class RouterTerm(enum.Enum):
+    """Which measured term an op marked by ops.layer_forward is priced with (llm/op_price.Op.term; None: neither)."""
+
+    TABLE = "table"          # the router / permutation table (TABLE_FILE) of an ADOPTED framework's router and permute
+    UNFUSED = "unfused"      # Megatron-Core's unfused router, measured on its own (llm/moe_router_unfused; `unfused`)
+
 
 ADOPTED = ("megatron", "megatron-te-fa2")    # the frameworks the registered rule judged (module docstring, Scope)
 TABLE_FILE = Path(__file__).with_name("moe_router_table.json")
@@ -188,10 +197,10 @@ def permute_factor(bytes_moved: float, backward: bool) -> float:
 
 def adjust(gpu, op, t: float) -> float:
     """An op's priced seconds t (one op, before its count) with the term: router, router.dgrad, permute, permute.bwd
-    (op_price calls it for the ops marked `term` alone)."""
+    (op_price calls it for the ops marked `term` alone, RouterTerm.TABLE or RouterTerm.UNFUSED)."""
     if not table():
         return t
-    name, unfused = op.name.removeprefix("recompute."), op.term == "unfused"   # llm/moe_router_unfused's marked router
+    name, unfused = op.name.removeprefix("recompute."), op.term is RouterTerm.UNFUSED   # llm/moe_router_unfused's router
     if name == "router":
         m, e, h, _ = op.shape
         return t + (moe_router_unfused.router_extra_s(gpu, m, e, False) if unfused else router_extra_s(gpu, m, e, h, False))

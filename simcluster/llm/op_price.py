@@ -29,9 +29,9 @@ class Op:
                               # memory: () or (its backward's bytes[, its backward's kernels, each an equal share])
     count: float = 1          # identical ops in a row (e.g. the two RMSNorms); a fraction for an op only some layers run
                               # (a sliding-window model's full and windowed attention: each its share of the layers)
-    term: bool | str = False  # priced with the measured router / permutation term too (llm/moe_router_term: ops.layer_forward
-                              # marks an ADOPTED framework's router and permute; their backward and recomputed copies keep it;
-                              # "unfused": the router of llm/moe_router_unfused)
+    term: moe_router_term.RouterTerm | None = None   # priced with a measured term too (llm/moe_router_term.adjust):
+                              # TABLE, ops.layer_forward's mark on an ADOPTED framework's router and permute; UNFUSED, the
+                              # router of llm/moe_router_unfused; their backward and recomputed copies keep it; None: neither
 
     @property
     def total_flops(self) -> float:

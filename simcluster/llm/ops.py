@@ -214,10 +214,11 @@ def layer_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
         # tokens per local expert, balanced routing; expert TP 1: each TP rank dispatches its own 1/t of the tokens
         # and runs whole experts (expert_ffn unsplit), the same FLOPs per GPU
         routed = T * model.top_k * par.ep // (model.experts * (par.tp // par.etp))
-        term = moe_router_term.applies(fw)   # the measured router / permutation term's scope (its ADOPTED frameworks)
+        # the measured router / permutation term's scope (its ADOPTED frameworks); Megatron-Core's unfused router measured
+        term = moe_router_term.RouterTerm.TABLE if moe_router_term.applies(fw) else None
+        router_term = moe_router_term.RouterTerm.UNFUSED if moe_router_term.unfused(fw) else term
         rt = moe_router_term.router_tokens(T, Tsp)   # the rank's sequence shard under SP (moedev51)
-        unfused = "unfused" if moe_router_term.unfused(fw) else term   # Megatron-Core's unfused router (measured)
-        ops += [replace(gemm("router", rt, model.experts, h, in_bytes=2), term=unfused),
+        ops += [replace(gemm("router", rt, model.experts, h, in_bytes=2), term=router_term),
                 *([torch_chain("router_topk", "topk", rt * model.experts)] if fw.torch_chains else []),
                 # the rows this GPU dispatches (T k / (t / etp): with expert TP 1 each TP rank sends its own share) and,
                 # balanced, receives: routed x local experts

@@ -29,8 +29,7 @@ def _(result: SweepResult) -> str:
         text += measured_line(result) + "\n"
     from simcluster.trust.band import sweep_trust_lines
 
-    return text + "".join(f"# {line}\n" for line in sweep_trust_lines(result.predictions, result.link, result.gpu,
-                                                                                     result.unvalidated))
+    return text + "".join(f"# {line}\n" for line in sweep_trust_lines(result.predictions, result.machine_trust))
 
 
 

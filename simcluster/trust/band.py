@@ -26,6 +26,19 @@ LARGE_DOMAIN_GPUS = 8
 
 
 @dataclass(frozen=True)
+class MachineTrust:
+    """What an answer's trust reads of the machine it was priced on, built once per scenario machine
+    (build.machine_trust) and carried whole by its results: `link` the link a collective of the whole machine crosses as
+    its regime names it (one NVLink domain's, 'nvlink-h200'; across domains the NIC's transport and fabric, 'rdma-ib');
+    `gpu` the machine's GPU model ('': the one the link names); `unvalidated` why every answer priced on the machine's
+    collectives is unvalidated with no band whatever its regime's (machine_shape_why), '' where nothing."""
+
+    link: str = "nvlink"
+    gpu: str = ""
+    unvalidated: str = ""
+
+
+@dataclass(frozen=True)
 class Trust:
     """How far to trust one class of answers: the residual bounds (rho, as a time) and where they come from."""
 
@@ -213,8 +226,9 @@ def large_domains(domain_gpus_across: int) -> bool:
 
 def machine_shape_why(domain_gpus_across: int, opted_in: str) -> str:
     """Why every answer priced on a machine's collectives (a collective, a DDP or an LLM step; predict, run, sweeps and
-    plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine
-    (machine_models.machine_unvalidated reads it), applied by trust_of through Regime.unvalidated. `domain_gpus_across`:
+    plans alike) is unvalidated with no band whatever its regime's: the one rule, keyed by the machine (build.machine_unvalidated
+    passes it the machine layer's facts: MachineTrust.unvalidated, an LLM step's regime), applied by trust_of through Regime.unvalidated.
+    `domain_gpus_across` (machine_models.domain_gpus_across):
     the GPUs of one NVLink domain where the machine has several (0: one domain); above LARGE_DOMAIN_GPUS the only
     measured rows are GB200 development rows (cold review A51 item 6). `opted_in`: the release whose tuner tables price
     NCCL's choice where the machine opts in (machine.nccl_tables: stated; nccl_versions.NcclRelease.opted_in), else ''
@@ -308,25 +322,25 @@ def annotate(doc: dict, trust: Trust, times: tuple[str, ...] = (), rates: tuple[
     return out
 
 
-def collective_trust(p, link: str, gpu: str = "", unvalidated: str = "") -> Trust:
-    """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust; link: 'nvlink' or the NIC
-    transport across nodes; `gpu` the machine's GPU model (machine_models.machine_gpu; one node: the link's);
-    `unvalidated`: why the machine is unvalidated whatever the regime (machine_shape_why), else ''."""
+def collective_trust(p, machine: MachineTrust) -> Trust:
+    """A collective prediction's (collectives/model.Prediction or a FabricPrediction) trust on `machine` (its link, GPU
+    and mark: MachineTrust)."""
     from simcluster.trust.regime import collective_regime
 
-    regime = collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, link, p.nranks, gpu)
-    return trust_of(replace(regime, unvalidated=unvalidated))
+    regime = collective_regime(p.op, getattr(p, "algorithm", "") or "nvlink-card", p.size_bytes, machine.link, p.nranks,
+                               machine.gpu)
+    return trust_of(replace(regime, unvalidated=machine.unvalidated))
 
 
-def annotate_collective(row: dict, p, link: str, gpu: str = "", unvalidated: str = "") -> dict:
-    return annotate(row, collective_trust(p, link, gpu, unvalidated), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
+def annotate_collective(row: dict, p, machine: MachineTrust) -> dict:
+    return annotate(row, collective_trust(p, machine), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def ddp_trust(gpus: int, nodes: int = 1, gpu: str = "", unvalidated: str = "") -> Trust:
-    """A DDP step's (training/) trust; `gpu` the machine's GPU model; `unvalidated` as collective_trust's."""
+def ddp_trust(gpus: int, nodes: int = 1, machine: MachineTrust = MachineTrust()) -> Trust:
+    """A DDP step's (training/) trust on `machine` (its GPU model and mark; a DDP regime names no link)."""
     from simcluster.trust.regime import ddp_regime
 
-    return trust_of(replace(ddp_regime(gpus, nodes, gpu), unvalidated=unvalidated))
+    return trust_of(replace(ddp_regime(gpus, nodes, machine.gpu), unvalidated=machine.unvalidated))
 
 
 def storage_trust(model: str, limit: str | None, accelerators: int | None) -> Trust:
@@ -348,13 +362,12 @@ def least_validated(trusts) -> Trust:
     return max(trusts, key=lambda t: STATUSES.index(t.status))
 
 
-def sweep_trust_lines(predictions, link: str, gpu: str = "", unvalidated: str = "") -> list[str]:
-    """One line per regime a sweep's sizes fall in: its 80% band and validation status (trust/band.py); `unvalidated`
-    as collective_trust's."""
+def sweep_trust_lines(predictions, machine: MachineTrust) -> list[str]:
+    """One line per regime a sweep's sizes fall in on `machine`: its 80% band and validation status (trust/band.py)."""
     from simcluster.units import format_size
 
     by: dict[str, tuple[object, list[int]]] = {}
     for p in predictions:
-        t = collective_trust(p, link, gpu, unvalidated)
+        t = collective_trust(p, machine)
         by.setdefault(t.regime.key, (t, []))[1].append(p.size_bytes)
     return [f"trust {format_size(s[0])}{'' if len(s) == 1 else '-' + format_size(s[-1])}: {t.text()}" for t, s in by.values()]
