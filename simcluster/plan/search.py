@@ -242,10 +242,11 @@ def answer(rows: list[dict], plan: PlanSpec, top: int = 10, include_unvalidated:
         ok = kept
     feasible = [r for r in ok if r["pessimistic.time_to_train_s"] <= plan.within_s]
     key = _throughput_key(ok)
-    cheapest = min(feasible, key=lambda r: (r["pessimistic.cost"], r["pessimistic.time_to_train_s"], r["point_hash"]), default=None)
-    # ties broken on cost, then on the point (its hash carries the code version, so it decides only among equals)
-    fastest = min(ok, key=lambda r: (r["pessimistic.time_to_train_s"], r["pessimistic.cost"], r["point_hash"]), default=None)
-    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0) / r["pessimistic.rho"], r["pessimistic.cost"], r["point_hash"]))[:top] if key else []
+    # exact ties broken by the configuration itself (store.configuration_key), never by the hash (it carries the code digest)
+    tie = store.configuration_key
+    cheapest = min(feasible, key=lambda r: (r["pessimistic.cost"], r["pessimistic.time_to_train_s"], tie(r)), default=None)
+    fastest = min(ok, key=lambda r: (r["pessimistic.time_to_train_s"], r["pessimistic.cost"], tie(r)), default=None)
+    ranked = sorted(ok, key=lambda r: (-(r.get(key) or 0.0) / r["pessimistic.rho"], r["pessimistic.cost"], tie(r)))[:top] if key else []
     return {"tokens": plan.tokens, "within_s": plan.within_s, "points_priced": len(ok), "feasible": len(feasible),
             "ranked_by": "the slow end of each configuration's 80% band (pessimistic.*)",
             "excluded_unvalidated": excluded, "excluded_machine_unvalidated": marked,

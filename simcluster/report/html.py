@@ -15,6 +15,8 @@ import html
 import io
 import math
 
+from simcluster.sweep.store import configuration_key
+
 THROUGHPUT = (("jobs[0].tokens_per_s", "tokens/s"), ("jobs[0].samples_per_s", "samples/s"))
 NOT_ADDITIVE = {"communication_total_s"}        # training breakdown: the part of it that is exposed is already a term
 SHORT = {"jobs[0].parallel.tp": "tp", "jobs[0].parallel.pp": "pp", "jobs[0].parallel.dp": "dp", "jobs[0].parallel.zero": "zero",
@@ -119,7 +121,7 @@ def scaling_bands(rows: list[dict], key: str) -> dict[str, dict[int, tuple[float
 def pareto(rows: list[dict]) -> list[dict]:
     """The points no other point beats on both time to train and cost (ties kept once), by time."""
     pts = sorted((r for r in rows if r.get("cost.total") is not None and r.get("cost.time_to_train_s")),
-                 key=lambda r: (r["cost.time_to_train_s"], r["cost.total"], r["point_hash"]))
+                 key=lambda r: (r["cost.time_to_train_s"], r["cost.total"], configuration_key(r)))
     front, best_cost = [], math.inf
     for r in pts:
         if r["cost.total"] < best_cost:
@@ -262,7 +264,7 @@ def build(rows: list[dict], title: str, figures_dir: str, answer: dict | None = 
     ok = [r for r in rows if r.get("status") == "ok"]
     usable = [r for r in ok if r.get("jobs[0].fits") is not False]
     key, unit = throughput_key(usable)
-    top = sorted(usable, key=lambda r: (-(r.get(key) or 0.0), r["point_hash"]))[:top_n] if key else usable[:top_n]
+    top = sorted(usable, key=lambda r: (-(r.get(key) or 0.0), configuration_key(r)))[:top_n] if key else usable[:top_n]
     figs = _figures(usable, key, unit, within_s, top[:12])
     docs: dict[str, str | bytes] = {}
     body = [f"<h1>{html.escape(title)}</h1>",

@@ -170,6 +170,21 @@ def rows(folder: str | Path) -> list[dict]:
     return read(folder).to_pylist()
 
 
+def configuration_key(row: dict) -> tuple:
+    """A row's swept configuration as a sort key, for breaking ties between rows whose numbers are equal: its
+    `param.*` values in the order of their column names (sorted), a number compared as a number (so nodes 2 comes
+    before 16), any other value as its text, a missing value last. It reads only what the point configures, never
+    `point_hash` (which carries simcluster's code digest), so the same scenario ties the same way in every version."""
+    def value(v):
+        if v is None:
+            return (2, 0.0, "")
+        if isinstance(v, (int, float)):
+            return (0, float(v), "")
+        return (1, 0.0, v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+
+    return tuple((k, value(row[k])) for k in sorted(row) if k.startswith("param."))
+
+
 def write_manifest(folder: Path, manifest: dict) -> None:
     atomic_write(folder / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
