@@ -35,8 +35,12 @@ class Published:
 
     @property
     def source_group(self) -> str:
-        """The unit the error bands and the family read-outs count as one source: the block's `source_group` (files of
-        one trainer, authors and cluster, not independent of each other, name one), else the file itself."""
+        """The unit the error bands and the family read-outs count as one source: the block's `source_group`, else the
+        file itself. Files name one group when a systematic error not the model's could be common to them (session 53's
+        rule, docs/models/llm-findings.md 'Session 53: pubmix53'): R1 one document (a page at other commits / releases,
+        one table split), R2 one team's pages (one repository's docs by one measuring team, or a successor page), R3 one
+        measurement pipeline (one team's recipes at its release, published and measured on the same organisation's own
+        systems, whoever ran them), R4 one named cluster; not the company or the trainer alone."""
         return str(self.usage.get("source_group") or self.name)
 
     @property
