@@ -179,6 +179,11 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     fsdp = by["FSDP/ZeRO"]
     assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (18, 2, "thin", 15)
     assert "llm-nvidia-nemo" not in fsdp["source_rows"]
+    # cold review A53 item 1: that thin rests on a grouping -- KempnerForge's two files (config-validation 3 rows,
+    # fsdp2 14) counted apart would read met; by the publisher rule they are one source, so the verdict is thin
+    assert fsdp["verdict_on_grouping"] == {"llm-kempnerforge-h200": {"files": 2, "verdict": "met"}}
+    assert fsdp["source_rows"]["llm-kempnerforge-h200"] == 17
+    assert by["Megatron/NeMo"]["verdict_on_grouping"] == {"llm-dgxc-benchmarking": {"files": 6, "verdict": "met"}}
     assert by["fp8"]["source_rows"]["llm-megatron-bridge-25.11"] == 4 and len(by["fp8"]["source_rows"]) == 5
     assert by["fp8"]["source_rows"]["llm-nvidia-nemo"] == 4
 
