@@ -122,12 +122,12 @@ def row_key(ref, run: dict, nodes: int, sizes: list[int], peak: bool) -> tuple:
     return (nodes, canonical_op(run["op"]), peak, tuple(sizes), nccl._forced(run), run.get("nvls"), run.get("protocol"))
 
 
-def collect() -> list[Row]:
-    """Every multi-node row the held-out check judges, with its configuration and its held-out error."""
+def collect(drop: tuple[str, ...] = ()) -> list[Row]:
+    """Every multi-node row the held-out check judges (files named in `drop` left out, of the fit too), with its error."""
     from simcluster.reference import nccl
     from simcluster.reference.nccl_held_out import held_out_systems, load_systems
 
-    systems = load_systems()
+    systems = [s for s in load_systems() if s.name not in drop]
     results = held_out_systems(systems=systems)
     rows = []
     for system, result in zip(systems, results, strict=True):

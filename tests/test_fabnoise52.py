@@ -169,3 +169,16 @@ def test_a_source_of_two_kinds_is_judged_per_kind(study):
     assert v.kind == "H100 x8 InfiniBand 3200G/node / H200 x8 InfiniBand 3200G/node"
     assert (v.rest, v.judged_rest, v.rest_parts) == (2, 1, ("floor",))       # the 40% H200 row is not judged as H100
     assert v.verdict == "partly told (judged rows at the floor)"
+
+
+def test_the_not_blind_rows_are_shown_beside_the_figures_without_them(capsys):
+    """Cold review A53 item 3 (mendA53): nccl-tests#309's first cluster's 16 table rows are held out by commit order but
+    not blind; studies/fabpub53_not_blind.py prints the held-out headline and fabnoise52's regime floors with and without
+    them (the file out of the fit too), and its committed output is what it prints."""
+    mod = load_script("studies/fabpub53_not_blind.py")
+    mod.main()
+    out = capsys.readouterr().out
+    assert out == (ROOT / "studies" / "fabpub53_not_blind.txt").read_text()
+    with_, without = (int(line.split(" rows: ")[0].rsplit(" ", 1)[1]) for line in out.splitlines() if " rows: mean" in line)
+    assert with_ - without == 16 == sum(1 for r in load_script("studies/fabnoise52.py").collect()
+                                        if r.file in mod.NOT_BLIND)

@@ -186,6 +186,11 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     fsdp = by["FSDP/ZeRO"]
     assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (21, 3, "met", 18)
     assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 4
+    # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping
+    # (KempnerForge's two files, config-validation 3 rows and fsdp2 14, counted apart would read met); after the merge it
+    # is met on 4 rows outside KempnerForge with the files counted as one source, so no verdict rests on that grouping
+    assert fsdp["source_rows"]["llm-kempnerforge-h200"] == 17 and fsdp["verdict_on_grouping"] == {}
+    assert by["Megatron/NeMo"]["verdict_on_grouping"] == {}
 
 
 def test_the_dgxc_benchmarking_files_are_one_source_group():
