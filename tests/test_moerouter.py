@@ -119,7 +119,13 @@ OFF_GRID_LATER = {("llm-megatron-moe-modelzoo-qwen3-235b-h100", 3), ("llm-megatr
                   # cpmoe50: the 32K-128K CP rows, b s / (c t) = 4,096 router tokens a rank as row 6's since moedev51
                   # (b s / c = 16,384 before it)
                   ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 8), ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 10),
-                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 12)}
+                  ("llm-megatron-moe-modelzoo-qwen3-235b-h100", 12),
+                  # moe53 (session 53): AWS's Qwen3-30B-A3B on 8 p5 (TP 8, EP 16 / 32): T' = b s / t = 2,048 (mb 4; rows
+                  # 0, 2, 3, 5) or 512 (mb 1; rows 1, 4) router tokens, 8 / 4 local experts: no GRID layer (qwen3-30b-ep16
+                  # is T' 4,096, 8 local). The router at qwen3-235b-ep32's (M, E) x1.00 / x0.25 (h 2048 against 4096 ties
+                  # qwen3-30b-ep16's distance; the table's order picks it), the permutation qwen15-a800's at 1.00 x its
+                  # bytes / moonlight-ep8's at 0.33 x (review B53, finding 0)
+                  *(("llm-awsome-megatron-bridge-qwen3-30b-p5-h100", i) for i in range(6))}
 
 
 def test_grid_holds_every_held_out_published_moe_rows_layer():
