@@ -25,8 +25,9 @@ Part 3, per source (its source_group's files): its rows with a partner of anothe
 the partners' mean |partner / row - 1| (the floor); its other rows, per machine kind, against the p80 of the kind's
 cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes,
 op and forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict):
-outlier / slow cluster (every row `*`), model miss (above a floor, outside 10%; inside: "within 10%, above its floor"),
-noise floor, partly told, not told (why); "on one file pair" where that is all it rests on. Nothing is fitted.
+outlier / slow cluster (every row `*`; a source mixing `*` and other files: judged on its other rows only, mendB53),
+model miss (above a floor, outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told
+(why); "on one file pair" where that is all it rests on. Nothing is fitted.
 Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised twice
 after its first print: (1, fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor ->
 model miss); (2, mendA52, cold review A52) the `*` class, minimum pairs, shape / per-kind scope, within-target label
@@ -274,9 +275,9 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
     (a source may span two), only where the kind's spread rests on enough pairs and covers the row's shape."""
     floors_by_kind, out = kind_floors(rows, pairs), []
     for source, (n, pct) in held_out.items():
-        if not (mine := [r for r in rows if r.source == source]):
+        if not (every := [r for r in rows if r.source == source]):
             continue
-        floors = floor_of(source, rows, pairs)
+        mine, floors = [r for r in every if not r.outlier] or every, floor_of(source, rows, pairs)   # * rows: docstring
         paired = [r for r in mine if (r.file, r.run) in floors]
         rest = [r for r in mine if (r.file, r.run) not in floors]
         judged = [r for r in rest if floors_by_kind[r.kind].enough and shape_of(r) in floors_by_kind[r.kind].shapes]
@@ -290,10 +291,10 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
                f"too few pairs of its kind (fewer than {MIN_KIND_PAIRS} file pairs from {MIN_KIND_SOURCES} sources)"
                if not any(floors_by_kind[k].enough for k in kinds) else "no pair of its rows' shape (nodes, op)")
         out.append(Verdict(source, " / ".join(kind_label(k) for k in kinds), n, pct, len(paired),
-                           _mean(list(floors.values())), _mean([abs(r.model_pct) for r in paired]), len(rest),
+                           _mean([floors[(r.file, r.run)] for r in paired]), _mean([abs(r.model_pct) for r in paired]), len(rest),
                            _mean([abs(r.model_pct) for r in judged]), _mean([f.p80_pct for f in used.values()]),
                            len(judged), parts, len(partner_files), sum(f.file_pairs for f in used.values()),
-                           all(r.outlier for r in mine), why))
+                           all(r.outlier for r in every), why))
     return out
 
 

@@ -171,6 +171,19 @@ def test_a_source_of_two_kinds_is_judged_per_kind(study):
     assert v.verdict == "partly told (judged rows at the floor)"
 
 
+def test_a_source_mixing_a_slow_cluster_file_is_judged_on_its_other_rows_only(study):
+    """Cold review B53 item 1 (mendB53): source m has a * file (a slow cluster, 20 GB/s, the model 70% off) and a file
+    of another shape; the * row is neither paired with a, b, c nor judged, so m's verdict comes from its other row alone
+    (not "model miss" on the slow cluster's distance from the healthy sources), and m is not an outlier source."""
+    rows = [_synthetic(study, s, f"f{s}", K, AR2, 100.0 + 2 * i, 1.0) for i, s in enumerate("abc")]
+    rows += [_synthetic(study, "m", "fm1", K, AR2, 20.0, 70.0, outlier=True), _synthetic(study, "m", "fm2", K, AG8, 80.0, 12.0)]
+    v = _verdicts(study, rows, {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "m": (2, 41.0)})["m"]
+    assert (v.paired, v.floor_pct, v.rest, v.outlier) == (0, None, 1, False)
+    assert v.verdict == "not told: no pair of its rows' shape (nodes, op)"
+    alone = _verdicts(study, rows[:4], {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "m": (1, 70.0)})["m"]
+    assert alone.verdict == "outlier / slow cluster (held-out *): not judged"
+
+
 def test_the_not_blind_rows_are_shown_beside_the_figures_without_them(capsys):
     """Cold review A53 item 3 (mendA53): nccl-tests#309's first cluster's 16 table rows are held out by commit order but
     not blind; studies/fabpub53_not_blind.py prints the held-out headline and fabnoise52's regime floors with and without
