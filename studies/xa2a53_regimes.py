@@ -4,8 +4,11 @@ The HyperPod p5 file's alltoall rows (calibration/published/nccl-aws-p5-hyperpod
 64 MiB-2 GiB; development for the held-out-systems check since session 43) against the shipped model
 (`validate --published nccl`): per node count, a least-squares line T = a + S_remote / r_meas through the measured
 times (S_remote = S (n - G) / n, a GPU's bytes that leave its node), set beside the model's per-GPU network rate r_model
-(its busbw at 2 GiB x (n - G) / (n - 1)). Findings only (docs/models/fabric-findings.md "Session 53: xa2a53"): nothing
-here is a model parameter. Run: PYTHONPATH=. python studies/xa2a53_regimes.py
+(its busbw at 2 GiB x (n - G) / (n - 1)). a is the intercept of a line through 64 MiB-2 GiB extrapolated to 0 B, printed
+with its standard error (numpy polyfit's covariance), the line's miss at 64 MiB (fit - measured, % of measured), a over
+the measured 64 MiB time, the model's whole miss there ((measured - model) / measured) and a from 64-512 MiB alone
+(mendB53, cold review B53 items 3-4: two fitted numbers per node count on 6 development points, not a mechanism).
+Findings only (docs/models/fabric-findings.md "Session 53: xa2a53"): nothing here is a model parameter. Run: PYTHONPATH=. python studies/xa2a53_regimes.py
 """
 
 from __future__ import annotations
@@ -37,20 +40,24 @@ def main() -> None:
         nodes = int(r.configuration.split(", ")[1].split(" x ")[0])
         size = {"64MiB": 64, "128MiB": 128, "256MiB": 256, "512MiB": 512, "1GiB": 1024, "2GiB": 2048}[r.configuration.split()[1].rstrip(",")]
         by_nodes.setdefault(nodes, []).append((size * 2**20, r.measured, r.predicted))
-    print("nodes ranks | fixed a (us) | a per remote peer (us) | r_meas / r_model | r_model GB/s | "
-          "64 MiB: time meas / model (us), channels a peer, bytes a peer-channel")
+    print("nodes ranks | a +- se (us) | a per remote peer (us) | r_meas / r_model | r_model GB/s | "
+          "64 MiB: time meas / model (us), channels a peer, bytes a peer-channel | 64 MiB: line's miss, a / meas, "
+          "model's miss | a from 64-512 MiB (us)")
     for nodes, pts in sorted(by_nodes.items()):
         n = nodes * G
         s = np.array([p[0] for p in pts], float)
         remote = s * (n - G) / n
         t_meas = s * (n - 1) / n / np.array([p[1] for p in pts])
         t_model = s * (n - 1) / n / np.array([p[2] for p in pts])
-        b, a = np.polyfit(remote, t_meas, 1)
+        (b, a), cov = np.polyfit(remote, t_meas, 1, cov=True)
+        a_short = np.polyfit(remote[s <= 512 * 2**20], t_meas[s <= 512 * 2**20], 1)[1]
+        at64 = (a + b * remote[0] - t_meas[0]) / t_meas[0], a / t_meas[0], (t_meas[0] - t_model[0]) / t_meas[0]
         r_model = pts[-1][2] * (n - G) / (n - 1)
         per_peer_channel = 64 * 2**20 / n / channels_per_peer(n)
-        print(f"{nodes:5d} {n:5d} | {a * 1e6:12.0f} | {a * 1e6 / (n - G):22.1f} | {1 / b / r_model:16.2f} | {r_model / 1e9:12.1f} | "
+        print(f"{nodes:5d} {n:5d} | {f'{a * 1e6:.0f} +- {cov[1, 1] ** 0.5 * 1e6:.0f}':>12s} | {a * 1e6 / (n - G):22.1f} | "
+              f"{1 / b / r_model:16.2f} | {r_model / 1e9:12.1f} | "
               f"{t_meas[0] * 1e6:.0f} / {t_model[0] * 1e6:.0f}, {channels_per_peer(n)}, {per_peer_channel / 1024:.0f} KiB "
-              f"({per_peer_channel / CHUNK:.2f} chunks)")
+              f"({per_peer_channel / CHUNK:.2f} chunks) | {at64[0]:+.1%}, {at64[1]:.0%}, {at64[2]:.0%} | {a_short * 1e6:.0f}")
 
 
 if __name__ == "__main__":
