@@ -112,7 +112,7 @@ def machine_unvalidated(machine) -> str:
     """Why every answer priced on the machine's collectives is unvalidated whatever its regime, '' where nothing: the
     trust layer's rule (trust/band.machine_shape_why) on the machine layer's facts it reads
     (machine_models.domain_gpus_across, machine_nccl's NcclRelease.opted_in). MachineTrust.unvalidated; an LLM step's
-    regime takes it alone (_marked: the step's regime names its own GPU and no link, so its points price no link)."""
+    regime takes it and the machine's GPU from MachineTrust (_marked), no link (its regime names none)."""
     return machine_shape_why(domain_gpus_across(machine), machine_nccl(machine).opted_in)
 
 
@@ -153,9 +153,8 @@ def _training(scenario: Scenario, job: TrainingJob, context) -> TrainingResult:
 def _llm(scenario: Scenario, job: LlmJob, context) -> LlmTrainingResult:
     from simcluster.llm.predict import predict_llm_job
 
-    p = _marked(scenario.machine, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
-                                                  trace=context.trace, simulate=context.simulate,
-                                                  where=str(scenario.path)))
+    p = _marked(context, predict_llm_job(scenario.machine, job, context.gpu(), context.llm_network(),
+                                         trace=context.trace, simulate=context.simulate, where=str(scenario.path)))
     goodput = None
     if job.reliability is not None:
         from simcluster.llm.goodput import predict_goodput
@@ -175,14 +174,22 @@ def llm_prediction(machine, job: LlmJob, trace: bool = False, simulate: bool = T
     from simcluster.llm.predict import predict_llm_job
 
     context = _Context(Scenario(Path(where), "", "", 0, machine, (job,)), trace, simulate)
-    return _marked(machine, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
+    return _marked(context, predict_llm_job(machine, job, context.gpu(), context.llm_network(), trace=trace,
                                             simulate=simulate, where=where))
 
 
-def _marked(machine, p):
-    """An LLM step's answer with its regime carrying why its machine is unvalidated (machine_unvalidated), if it is."""
-    why = machine_unvalidated(machine)
-    return dataclasses.replace(p, regime=dataclasses.replace(p.regime, unvalidated=why)) if why and p.regime else p
+def _marked(context, p):
+    """An LLM step's answer judged as its machine's, by MachineTrust's two rules (machine_trust): its regime's GPU the
+    machine's GPU (machine_gpu; a GB200 machine's step is GB200's, not its b200 GPU card's: no GB200 LLM row is held, so
+    it reads extrapolated, not validated on B200 rows; cold review B53 item 6) and why its machine is unvalidated
+    (machine_unvalidated); not the whole MachineTrust, whose link an LLM regime does not name and a plan point would pay
+    for."""
+    if not p.regime:
+        return p
+    gpu = context.machine_gpu() or p.regime.gpu
+    why = machine_unvalidated(context.scenario.machine) or p.regime.unvalidated
+    return p if (gpu, why) == (p.regime.gpu, p.regime.unvalidated) else \
+        dataclasses.replace(p, regime=dataclasses.replace(p.regime, gpu=gpu, unvalidated=why))
 
 
 def _concurrent(scenario: Scenario, job: ConcurrentJob, context) -> ConcurrentResult:
@@ -230,6 +237,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
 
 
 _SHARED: dict = {}       # (what, machine, its cards' stamps) -> a model built from cards, kept for the process's next points
+_GPU_MODELS: dict = {}   # (collective card, GPU card, their stamps) -> machine_gpu (_Context.machine_gpu); a few entries
 SHARED_ENTRIES = 64
 
 
@@ -317,6 +325,15 @@ class _Context:
         if self._trust is None:
             self._trust = machine_trust(self.scenario.machine)
         return self._trust
+
+    def machine_gpu(self) -> str:
+        """machine_models.machine_gpu (MachineTrust.gpu's), once per process per GPU card and collective card while both
+        are unchanged (it reads no other part of the machine): an LLM step's regime GPU (_marked) at a plan point's cost."""
+        m = self.scenario.machine
+        key = (m.card, m.gpu_card, self._stamp(m.card), self._stamp(m.gpu_card))
+        if key not in _GPU_MODELS:
+            _GPU_MODELS[key] = machine_gpu(m)
+        return _GPU_MODELS[key]
 
 
 JOB_RUNNERS = {CollectiveSweep: _sweep, ConcurrentJob: _concurrent, QperfJob: _qperf, TrainingJob: _training,

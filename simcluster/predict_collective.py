@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster.collectives.model import Prediction
@@ -30,7 +30,7 @@ class CollectiveSweepResult:
     description: str = ""             # a scenario's machine: nodes, NICs, fabric, the algorithm chosen
     # what its trust reads of the machine (build.machine_trust): the link the bytes cross (one NVLink domain, nvlink-<gpu>,
     # or the NIC transport across nodes), its GPU model, why it is unvalidated whatever its regimes' bands
-    machine_trust: MachineTrust = MachineTrust()
+    machine_trust: MachineTrust = field(kw_only=True)   # no default (cold review B53 item 11)
     variant: str = ""                 # the scenario's what-if variant
     nccl_protocols: dict | None = None   # across nodes, NCCL's protocols as the NIC card restricts them (its source), else None
 
@@ -130,7 +130,7 @@ def sweep_from_scenario(scenario_path: str, op: str, min_size: str, max_size: st
 
 def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, max_size: str, factor: int,
                    algorithm: str | None) -> CollectiveSweepResult:
-    from simcluster.build import machine_trust, sweep_result
+    from simcluster.build import sweep_result
     from simcluster.card_document import load_card
     from simcluster.collectives.domain import domain_algorithm
     from simcluster.collectives.schedule import canonical_op
@@ -161,7 +161,8 @@ def _sweep_machine(scenario_path: str, label: str, sc, op: str, min_size: str, m
         notes.append(f"NCCL protocols across nodes: {' / '.join(restricted['protocols'])} only ({', '.join(restricted['excluded'])} "
                      f"excluded by {restricted['source']})")
     return CollectiveSweepResult(op, ranks, m.gpus_per_node, f"scenario {sc.name} ({scenario_path})", device, notes,
-                                 result.predictions, result.description, machine_trust(m), label, restricted)
+                                 result.predictions, result.description, label, restricted,
+                                 machine_trust=result.machine_trust)   # the one build: `run` judges the same rows alike
 
 
 def _stated_tables(m) -> list[str]:

@@ -30,8 +30,9 @@ class SweepResult:
     measured: object | None = None                # fit.validate.OpValidation, when the job names a measurement
     measured_skipped: list[str] = field(default_factory=list)
     description: str = ""                         # nodes, NICs, fabric; the algorithm chosen
-    # what its trust reads of the machine (build.machine_trust; one node: the card's NVLink, the GPU it names)
-    machine_trust: MachineTrust = MachineTrust()
+    # what its trust reads of the machine (build.machine_trust; one node: the card's NVLink, the GPU it names); no default:
+    # a result built without one is refused, not judged as some default machine's answer (cold review B53 item 11)
+    machine_trust: MachineTrust = field(kw_only=True)
 
     @property
     def skipped(self) -> list[str]:
@@ -69,7 +70,7 @@ class ConcurrentResult:
     job: object                                   # scenario.ConcurrentJob
     runs: list[ConcurrentRun]
     skipped: list[str] = field(default_factory=list)
-    machine_trust: MachineTrust = MachineTrust("rdma")   # what its trust reads of the machine (build.machine_trust)
+    machine_trust: MachineTrust = field(kw_only=True)   # what its trust reads of the machine (build.machine_trust)
 
     def to_json(self) -> dict:
         from simcluster.trust.band import annotate, collective_trust
@@ -112,7 +113,7 @@ class TrainingResult:
     job: object
     prediction: object
     skipped: list[str] = field(default_factory=list)
-    machine_trust: MachineTrust = MachineTrust()  # what its trust reads of the machine (build.machine_trust)
+    machine_trust: MachineTrust = field(kw_only=True)  # what its trust reads of the machine (build.machine_trust)
 
     @property
     def trust(self):

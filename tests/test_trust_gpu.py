@@ -331,3 +331,29 @@ def test_a_ddp_row_names_its_bundle_so_a_new_session_needs_no_second_table():
              "transport": "nvlink", "measured_s": 0.11, "predicted_s": 0.10}]
     (r,) = ddp_residuals(rows)
     assert (r.source, r.gpu, round(r.rho, 6)) == ("ddp session a-new-session", "H200", 1.1)
+
+
+def test_run_and_predict_collective_judge_a_one_node_machine_alike(tmp_path):
+    """Cold review B53 item 5 (mendB53): one node whose GPU card (H100) is not its collective card's GPU (H200): `run`'s
+    sweep and `predict collective --scenario` take the one MachineTrust build.sweep_result builds (the card's NVLink and
+    the GPU it names), so the same sizes get the same validation in both."""
+    import yaml
+    from conftest import ROOT
+
+    from simcluster.build import run_scenario
+    from simcluster.predict_collective import sweep_from_scenario
+    from simcluster.scenario import load
+
+    doc = {"name": "h100-on-h200-card", "description": "one node, H100 GPU card, H200 collective card", "seed": 0,
+           "machine": {"card": str(ROOT / "models/collective/h200x2-primitives.yaml"), "gpus_per_node": 2, "nodes": 1,
+                       "gpu": {"card": str(ROOT / "models/gpu/h100-sxm.yaml")}},
+           "jobs": [{"kind": "collective_sweep", "op": "all_reduce", "ranks": 2, "min_size": "1M", "max_size": "64M",
+                     "factor": 8}]}
+    path = tmp_path / "h100on.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    (ran,) = run_scenario(load(path)).jobs
+    (swept,) = sweep_from_scenario(str(path), "all_reduce", "1M", "64M", 8, None)
+    assert swept.machine_trust == ran.machine_trust and ran.machine_trust.link == "nvlink-h200"
+    got = [r["validation"] for r in swept.to_json()["rows"]]
+    assert got == [r["validation"] for r in ran.to_json()["rows"]] and len(got) == 3
+    assert {v["status"] for v in got} == {"validated"}, got     # H200 rows judge the H200 card's answer

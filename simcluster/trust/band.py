@@ -336,7 +336,7 @@ def annotate_collective(row: dict, p, machine: MachineTrust) -> dict:
     return annotate(row, collective_trust(p, machine), times=("time_s",), rates=("algbw_Bps", "busbw_Bps"))
 
 
-def ddp_trust(gpus: int, nodes: int = 1, machine: MachineTrust = MachineTrust()) -> Trust:
+def ddp_trust(gpus: int, nodes: int, machine: MachineTrust) -> Trust:
     """A DDP step's (training/) trust on `machine` (its GPU model and mark; a DDP regime names no link)."""
     from simcluster.trust.regime import ddp_regime
 
