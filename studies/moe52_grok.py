@@ -7,7 +7,7 @@ comm.dispatch_bytes), the alltoall's time, the per-GPU network rate it is priced
 (collectives/fabric.Alltoall's breakdown), one MoE layer's GPU ms by piece (experts' GEMMs, router, permutations, the rest =
 attention block, norms), the step's compute and exposed EP seconds (Megatron-Core 0.10's alltoall dispatcher runs its
 alltoalls on the compute stream, nothing overlaps them: exposed = all), and the error, with the fact off (as session 51
-ended) and on (now): heldout/registration.moe52_facts, collectives/cluster.FABRIC_FACTS_52.
+ended) and on (now): heldout/registration.moe52_facts, collectives/cluster.NICS_AS_WIRED.
 What the source implies, for comparison: DGX H100, one 400 Gb/s compute NIC per GPU (dgxc-benchmarking v25.02 8f5cbb3
 README.md L80, L91-92), so an EP rank sends through its own NIC (or, with PXN, its rail peer's): 48.65 GB/s per GPU on
 the NIC card the files use (roce-400g: 400 Gb/s x 0.973 payload), whatever the group's ranks a node.

@@ -39,7 +39,7 @@ SOURCE_FACTS = {
          "measured per-GPU throughput is flat from 8 to 2048 GPUs (MFU 0.454 -> 0.410 BF16)", "PRICED since session 52's "
          "moe52: the alltoall across nodes at each GPU's own NIC (48.65 GB/s on roce-400g); before, a group view of 2 "
          "ranks a node read as 2 GPU ports for 8 NICs, each rank at a quarter of its NIC (13.3 GB/s: "
-         "collectives/cluster.FABRIC_FACTS_52), the exposed EP 20-35% of the step from 16 GPUs up; "
+         "collectives/cluster.NICS_AS_WIRED), the exposed EP 20-35% of the step from 16 GPUs up; "
          "studies/moe52_grok.txt prints every row before / after"),
         ("NCCL_P2P_NET_CHUNKSIZE=2097152 (grok1/configure.sh L31 at v25.02): NCCL's network p2p chunk 2 MiB, 16x the "
          "default 128 KiB", "not priced: the model's alltoall runs at the NIC's payload rate at any chunk size"),

@@ -80,12 +80,12 @@ def test_a_matched_nic_and_the_whole_node_are_unchanged():
 
 
 def test_the_switch_is_settled_when_the_cluster_is_built_and_governs_the_nic_cap():
-    # mendF52 (final read 52, item 3): a Cluster reads FABRIC_FACTS_52 once, when built; its views keep it
+    # mendF52 (final read 52, item 3): a Cluster reads NICS_AS_WIRED once, when built; its views keep it
     built_on = cluster("ib-hdr-200g")
     with moe52_facts(False):
         built_off = cluster("ib-hdr-200g")
         kept = innet(built_on, 1)                   # built before the switch flipped: the new pricing still
-    assert built_on.fabric_facts_52 and not built_off.fabric_facts_52
+    assert built_on.nics_as_wired and not built_off.nics_as_wired
     assert kept.time_s == innet(cluster("ib-hdr-200g"), 1).time_s
     old = innet(built_off, 1)                       # the old pricing whole: no NIC line-rate cap, the view's 8 NICs
     assert "below the switch's" not in old.breakdown["binding_limit"]

@@ -110,7 +110,9 @@ def _llm_files():
 
 def test_the_moonlight_file_alone_states_the_unfused_router():
     """Session 52 moonprice52's reading (docs/models/llm-findings.md): Moonlight's recipe sets moe_router_fusion False
-    (Megatron-Bridge 600d069b moonlight_16b.py L225); no other published LLM file's recipe is read as unfused."""
+    (Megatron-Bridge 600d069b moonlight_16b.py L225); the one other published LLM file read as unfused is session 53
+    moe53's AWS Qwen3-30B file (its `recipe: moe_router_fusion: false`, Megatron-Bridge v0.4.2 recipes/qwen/qwen3_moe.py
+    L76, as the file cites; review B53, red on main since its merge)."""
     ref = read_published(PUBLISHED / MOONLIGHT, "published-llm-run")
     usage = llm_usage(ref)
     for i, run in enumerate(ref.runs):
@@ -119,7 +121,7 @@ def test_the_moonlight_file_alone_states_the_unfused_router():
     for name, ref in _llm_files():
         usage = llm_usage(ref)
         marked += [name for i, run in enumerate(ref.runs) if not framework_of(ref, run, i, usage.frameworks).moe_router_fusion]
-    assert set(marked) == {MOONLIGHT}
+    assert set(marked) == {MOONLIGHT, "llm-awsome-megatron-bridge-qwen3-30b-p5-h100.yaml"}
 
 
 def test_moonlight_rows_slow_down_and_the_switch_restores_them():

@@ -29,10 +29,11 @@ from simcluster.network.platform import Platform
 # follows the same rule since session 52's mend (mendB52): the group's K g / G_wired NICs at the wired PCIe share; before,
 # it read the view's pcie_per_nic and all K NICs (a 1-rank-a-node group credited with 8 NICs' rate); so does the in-network
 # stream's cap at a NIC slower than the switch's ports (mendB52; off with the switch). One switch for session 52's two
-# fabric facts (the wired PCIe share, the in-network NIC line-rate cap; named for both since session 53 house53, before:
-# PCIE_BY_WIRED_GPUS / Cluster.pcie_by_wired). Read once per Cluster, when it is built (Cluster.fabric_facts_52;
+# fabric facts, both "a group's NICs as the board wires them" (the wired PCIe share, the in-network NIC line-rate cap;
+# NICS_AS_WIRED since session 53 mendB53, cold review B53 item 10; before: FABRIC_FACTS_52 from house53, PCIE_BY_WIRED_GPUS
+# / Cluster.pcie_by_wired before it). Read once per Cluster, when it is built (Cluster.nics_as_wired;
 # mendF52: a Cluster built before the switch flipped kept the old answer in its caches).
-FABRIC_FACTS_52 = True
+NICS_AS_WIRED = True
 
 
 def no_ll128_via_cpu(via_cpu: bool, nodes: int, nccl_version: tuple[int, ...] | None) -> bool:
@@ -61,9 +62,9 @@ class Cluster:
     nic_via_cpu: bool = False                   # the NICs on the CPU, reached over NVLink-C2C (machine.nic.via_cpu: GB200)
     nccl: NcclRelease = MODEL_RELEASE           # the NCCL the machine runs and whose tables price NCCL's choice, resolved
                                                 # once at machine build (nccl_versions.NcclRelease, machine_models.machine_nccl)
-    # session 52's two fabric facts (FABRIC_FACTS_52), settled when the Cluster is built (a group view, dataclasses.replace,
+    # session 52's two fabric facts (NICS_AS_WIRED), settled when the Cluster is built (a group view, dataclasses.replace,
     # keeps its Cluster's): the wired PCIe share (wired_gpus) and the in-network NIC line-rate cap (collectives/in_network.py)
-    fabric_facts_52: bool = field(default_factory=lambda: FABRIC_FACTS_52)
+    nics_as_wired: bool = field(default_factory=lambda: NICS_AS_WIRED)
 
     @property
     def nodes(self) -> int:
@@ -104,8 +105,8 @@ class Cluster:
     @property
     def wired_gpus(self) -> int:
         """The GPUs a node wires to its K NICs (Platform.gpus_per_node), not a group view's ranks per node
-        (fabric_facts_52, FABRIC_FACTS_52 when built; False or unknown: this Cluster's gpus_per_node)."""
-        return self.platform.gpus_per_node if self.fabric_facts_52 and self.platform.gpus_per_node else self.gpus_per_node
+        (nics_as_wired, NICS_AS_WIRED when built; False or unknown: this Cluster's gpus_per_node)."""
+        return self.platform.gpus_per_node if self.nics_as_wired and self.platform.gpus_per_node else self.gpus_per_node
 
     @functools.cached_property
     def wired_pcie_per_nic(self) -> tuple[float, str]:

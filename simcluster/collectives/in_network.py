@@ -50,7 +50,7 @@ def group_nics(cluster) -> tuple[float, float, str]:
     copy of the Cluster for a group across nodes) streams through its ranks' own share of the node's K NICs, K g /
     G_wired (Platform.gpus_per_node; below 1 where a NIC serves several GPUs: the rank's share of it), each behind the
     PCIe path as the board wires it: the rule the alltoall's per-GPU rate follows (collectives/cluster.wired_nic_limit,
-    FABRIC_FACTS_52; session 52 mendB52). Before, the view read as its g ports spread over all K NICs."""
+    NICS_AS_WIRED; session 52 mendB52). Before, the view read as its g ports spread over all K NICs."""
     k_node, g, wired = max(1, cluster.platform.nics_per_node), max(1, cluster.gpus_per_node), max(1, cluster.wired_gpus)
     if wired == g:
         return (k_node, *cluster.pcie_per_nic)
@@ -97,8 +97,8 @@ class InNetwork:
         k, pcie_Bps, pcie_name = group_nics(cluster)
         nic_line = cluster.nic.line_rate_Bps
         # a NIC slower than the switch's ports: its own wire, the card's frames (mendB52; session 52's second fabric fact,
-        # off with the Cluster's fabric_facts_52)
-        if cluster.fabric_facts_52 and nic_line < agg.line_rate_Bps:
+        # off with the Cluster's nics_as_wired)
+        if cluster.nics_as_wired and nic_line < agg.line_rate_Bps:
             nic_cap = (nic_line * agg.frame_payload_bytes / agg.frame_wire_bytes,
                        f"NIC line rate ({nic_line * 8 / 1e9:g} Gb/s, below the switch's {agg.line_rate_Bps * 8 / 1e9:g})")
             pcie_Bps, pcie_name = min((pcie_Bps, pcie_name), nic_cap)

@@ -106,19 +106,19 @@ def moedev51_facts(router: bool, pad: bool, permute: bool):
 
 @contextmanager
 def moe52_facts(on: bool):
-    """Session 52's fabric facts on or off inside the block (collectives/cluster.FABRIC_FACTS_52): moe52's source fact, a
+    """Session 52's fabric facts on or off inside the block (collectives/cluster.NICS_AS_WIRED): moe52's source fact, a
     NIC's PCIe share counted over the node's wired GPUs, not a group view's ranks per node (an EP alltoall across nodes
     with 2 of 8 ranks a node was priced at a quarter of each GPU's NIC; off also drops mendB52's in-network cap at a NIC
     slower than the switch's ports, collectives/in_network.py); restored after (studies/moedev51_rows.py --steps). A
-    Cluster reads the switch when it is built (Cluster.fabric_facts_52): build the machine inside the block."""
+    Cluster reads the switch when it is built (Cluster.nics_as_wired): build the machine inside the block."""
     from simcluster.collectives import cluster
 
-    was = cluster.FABRIC_FACTS_52
-    cluster.FABRIC_FACTS_52 = bool(on)
+    was = cluster.NICS_AS_WIRED
+    cluster.NICS_AS_WIRED = bool(on)
     try:
         yield
     finally:
-        cluster.FABRIC_FACTS_52 = was
+        cluster.NICS_AS_WIRED = was
 
 
 @contextmanager
