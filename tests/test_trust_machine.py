@@ -67,6 +67,21 @@ def test_the_rule_is_the_machines():
     assert " and NCCL's tables opted in" in machine_shape_why(36, "2.30.3")
 
 
+def test_the_regime_module_machine_models_may_import_holds_no_machine_rule():
+    """Cold review B53 item 12 (mendB53): the import contract keeps machine_models off trust's band / table / rules but
+    allows trust.regime (its link and GPU names); so the machine rule must not move there: regime defines no `*_why`
+    function and reads no LARGE_DOMAIN_GPUS (the rule's threshold, trust/band.py)."""
+    import ast
+    import inspect
+
+    from simcluster.trust import regime
+
+    tree = ast.parse(inspect.getsource(regime))   # names the code uses (comments and docstrings may cite the rule)
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    assert not used & {"LARGE_DOMAIN_GPUS", "machine_shape_why", "domain_gpus_across"}
+    assert not [n for n, f in vars(regime).items() if callable(f) and n.endswith("_why")]
+
+
 @pytest.mark.parametrize("shape", ["opt-in", "racks"])
 def test_every_answer_of_run_on_the_machine_says_unvalidated_no_band(tmp_path, shape):
     """`simcluster run` (and predict training, which runs the same jobs): the collective sweep's rows, the DDP step (not
