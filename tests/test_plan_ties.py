@@ -5,6 +5,7 @@ numbers (session 53: the seed000-ddp plan's top pick flipped between seed000-tcp
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,20 @@ def test_tied_rows_are_picked_by_configuration_whatever_their_hashes():
     fronts = [[r["param.machine.nic.card"] for r in html.pareto(_tied_rows(h))] for h in (("1", "2", "3"), ("3", "2", "1"))]
     assert fronts[0] == fronts[1] == ["../nic/roce-400g.yaml"]                       # the tie kept once, the same one
 
+
+
+def test_the_report_top_table_without_a_throughput_is_in_configuration_order():
+    """Cold review C53 item 9: with no throughput column to rank by, the report's top table followed the store's order
+    (parts sorted by file name); it follows the configuration, whatever order the rows arrive in."""
+    gpus = {"../nic/seed000-tcp-100g.yaml": 8, "../nic/seed000-roce-100g.yaml": 16, "../nic/roce-400g.yaml": 24}  # the label
+    rows = [{**{k: v for k, v in r.items() if k != "jobs[0].samples_per_s"}, "machine.gpus": gpus[r["param.machine.nic.card"]]}
+            for r in _tied_rows(("1", "2", "3"))]
+    assert html.throughput_key(rows) == (None, "")
+    tops = []
+    for order in (rows, rows[::-1]):
+        page = html.build(order, "ties", "fig", top_n=2)["report.html"]
+        tops.append(re.findall(r"<td>(\d+) GPUs</td>", page[page.index("<h2>Top configurations"):]))
+    assert tops[0] == tops[1] == ["24", "16"]   # roce-400g, seed000-roce-100g: the cards in name order
 
 def _two_nic_plan(tmp_path):
     """The tiny LLM plan on one node over two NIC cards priced alike: on one node the NIC carries nothing, so the

@@ -115,6 +115,28 @@ def test_a_verdict_that_rests_on_a_source_grouping_says_so():
     assert "yes (largest source 17 of 24 rows" in line and "[rests on grouping: g's 2 files apart: thin]" in line
 
 
+def test_one_file_of_a_group_counted_apart_is_tested_too():
+    """Cold review C53 item 1: all of a group's files apart at once can hide what one file apart shows (fp8: NeMo
+    25.04's long-sequence page, one fp8 row, a miss). Group g: b1-b4 (9 rows at 2%) and c (1 row at 15%), beside k
+    (17 rows) and a (2). All five apart: c's one miss weighs one of seven sources (6/7 = 86% within, met); c alone apart
+    (b1-b4 still one source): one of four sources out (75%, thin). The line names the file."""
+    from simcluster.report.validation import render
+
+    fam = "Megatron/NeMo"
+    rows = [*(_row("k", 0.02, True, fam) for _ in range(17)), *(_row("a", 0.02, True, fam) for _ in range(2)),
+            *(_row(f"b{i}", 0.02, True, fam, "g") for i in (1, 2, 3) for _ in range(2)),
+            *(_row("b4", 0.02, True, fam, "g") for _ in range(3)), _row("c", 0.15, True, fam, "g")]
+    s = _family(rows)
+    assert s["verdict"] == "met" and s["rows_outside_largest_source"] == 12
+    assert s["verdict_on_grouping"] == {"g": {"files": 5, "verdict": None, "one_file_apart": {"c": "thin"}}}
+    assert _family([r for r in rows if r.source != "c"])["verdict_on_grouping"] == {}   # the group's files agree
+    two = [r for r in rows if r.source in ("k", "a", "b1", "c")]                  # a group of two: all apart only
+    assert _family(two)["verdict_on_grouping"] == {"g": {"files": 2, "verdict": "thin"}}
+    text = render(FamilyValidation(ReferenceValidation("published llm", 0.10, rows, {})))
+    line = next(x for x in text.splitlines() if x.lstrip().startswith(f"{fam}  held out"))
+    assert "[rests on grouping: c apart from g: thin]" in line
+
+
 @pytest.mark.parametrize(("argv", "expect"), [(["--published", "nccl", "--families"], "--families goes with --published llm"),
                                               (["--families"], "--families goes with --published llm"),
                                               (["--error-bands", "--published", "llm", "--families"], "--published does not apply")])
@@ -177,15 +199,24 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     # FSDP/ZeRO. Both together (the merge): Megatron/NeMo 114 over 6 sources, NVIDIA's NeMo line 103 of them: thin;
     # fp8 38 over 3, 35 NVIDIA's, met on the bare minimum of rows outside it (FlagPerf 2, gcp 1 = MIN_OTHER_ROWS);
     # FSDP/ZeRO 21 over 3 (KempnerForge 17, Alibaba 3, AWS torchtitan 1), 18 within: met on 4 rows outside KempnerForge
-    for fam, nemo, n, sources, verdict in (("Megatron/NeMo", 103, 114, 6, "thin"), ("fp8", 35, 38, 3, "met")):
+    # Session 53 mendC53 (cold review C53 item 4): the rule applied to every llm file; the NeMo Megatron 22.08
+    # launcher README is its own source (another repository, release, recipes and hardware than the NeMo pages: none of
+    # R1-R4), so Megatron/NeMo counts 7 sources, the NeMo line 92 of 114: thin as before. And (item 1) the grouping
+    # marker tests each file apart too: fp8's met rests on grouping, NeMo 25.04's long-sequence page (its one fp8 row,
+    # a miss) apart from llm-nvidia-nemo reads thin
+    for fam, nemo, n, sources, verdict in (("Megatron/NeMo", 92, 114, 7, "thin"), ("fp8", 35, 38, 3, "met")):
         assert by[fam]["source_rows"]["llm-nvidia-nemo"] == nemo and by[fam]["rows"] == n
         assert len(by[fam]["source_rows"]) == sources and by[fam]["verdict"] == verdict
-    assert by["fp8"]["rows_outside_largest_source"] == 3 and by["fp8"]["verdict_on_grouping"] == {}
+    assert by["Megatron/NeMo"]["source_rows"]["llm-nemo-megatron-launcher-22.08-gpt3-a100"] == 11
+    assert by["fp8"]["rows_outside_largest_source"] == 3
+    assert by["fp8"]["verdict_on_grouping"] == {"llm-nvidia-nemo": {
+        "files": 8, "verdict": None, "one_file_apart": {"llm-nemo-25.04-long-sequence-b200": "thin"}}}
     assert by["Megatron/NeMo"]["source_rows"]["llm-nvidia-selene"] == 3   # MT-NLG's rows, one machine with Narayanan 2021's
     assert by["Megatron/NeMo"]["source_rows"]["llm-megatron-llama-alibaba-a100"] == 2
     fsdp = by["FSDP/ZeRO"]
     assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (21, 3, "met", 18)
     assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 4
+    assert fsdp["source_rows"]["llm-awsome"] == 1   # AWS's awsome repository (R2; the SageMaker blog its own since mendC53)
     # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping
     # (KempnerForge's two files, config-validation 3 rows and fsdp2 14, counted apart would read met); after the merge it
     # is met on 4 rows outside KempnerForge with the files counted as one source, so no verdict rests on that grouping
@@ -228,12 +259,15 @@ def test_a_malformed_row_not_compared_is_an_error_naming_it_not_of_no_family():
 
 def test_the_nemo_team_files_are_one_source_group():
     """Session 52 mendC52 (cold review C52 item 8): NVIDIA NeMo's performance pages (docs/source/performance: 24.03 and
-    25.04 one page, 24.07 and 25.02 another) and the NeMo Megatron 22.08 launcher README are one team's, so one source
-    (common rule: files of one page / team are one source_group); a NeMo page recorded later without it fails here."""
+    25.04 one page, 24.07 and 25.02 another) are one team's, so one source (session 53's rule R1 / R2); a NeMo page
+    recorded later without it fails here. The NeMo Megatron 22.08 launcher README (joined in mendC52 by the team rule)
+    is its own source since mendC53 (cold review C53 item 4: another repository, release, recipes and hardware)."""
     from pathlib import Path
 
     from simcluster.published import read_published
 
-    files = sorted((Path(__file__).resolve().parent.parent / "calibration" / "published").glob("llm-nemo-*.yaml"))
-    assert len(files) >= 5
+    files = sorted((Path(__file__).resolve().parent.parent / "calibration" / "published").glob("llm-nemo-2*.yaml"))
+    assert len(files) >= 4
     assert {read_published(f, "published-llm-run").source_group for f in files} == {"llm-nvidia-nemo"}
+    launcher = read_published("calibration/published/llm-nemo-megatron-launcher-22.08-gpt3-a100.yaml", "published-llm-run")
+    assert launcher.source_group == launcher.name

@@ -46,23 +46,25 @@ def validation():
     return published_llm_validation([PUBLISHED / NAME])
 
 
-# the five rows' errors as predicted once on 76e5c24e's model (validation/pubmix53-megatron-llama-predicted-once.txt; + = fast)
-PREDICTED_ONCE = {0: -0.0077, 1: +0.0839, 2: +0.0684, 3: +0.1695, 4: +0.2093}
+# the once print (validation/pubmix53-megatron-llama-predicted-once.txt, 76e5c24e's model; + = fast), as printed in %:
+# the record, never updated (cold review C53 item 8: a dict a regeneration edits cannot be the once record)
+ONCE_PRINTED_PCT = {0: -0.8, 1: +8.4, 2: +6.8, 3: +17.0, 4: +20.9}
+# today's model's errors of the same rows (equal to the once print while the model is unchanged since 76e5c24e): a model
+# change that moves them fails here; one that moves them on purpose updates this dict and says so in llm-findings
+TODAY_ERRORS = {0: -0.0077, 1: +0.0839, 2: +0.0684, 3: +0.1695, 4: +0.2093}
 
 
-def test_every_row_is_compared_held_out_in_its_family_and_predicted_as_once(validation):
+def test_every_row_is_compared_held_out_in_its_family_and_reads_as_today_pinned(validation):
     rows = {r.run: r for r in validation.rows if r.error is not None}
-    assert rows.keys() == PREDICTED_ONCE.keys() and not validation.skipped
+    assert rows.keys() == TODAY_ERRORS.keys() and not validation.skipped
     assert all(r.held_out and not r.development_for for r in rows.values())
     assert [rows[i].family for i in range(5)] == ["FSDP/ZeRO"] * 3 + ["Megatron/NeMo"] * 2
-    for run, error in PREDICTED_ONCE.items():
+    for run, error in TODAY_ERRORS.items():
         assert rows[run].error == pytest.approx(error, abs=0.0006), run
 
 
-def test_the_print_is_kept_and_reads_as_pinned():
+def test_the_once_print_is_kept_as_recorded():
     lines = [x.split() for x in (ROOT / "validation" / "pubmix53-megatron-llama-predicted-once.txt").read_text().splitlines()
              if x.startswith("megatron-llama-alibaba-a100 ")]
     printed = {int(x[1]): float(next(w for w in x if w.endswith("%"))[:-1]) for x in lines}
-    assert printed.keys() == PREDICTED_ONCE.keys()
-    for run, error in PREDICTED_ONCE.items():
-        assert printed[run] == pytest.approx(100 * error, abs=0.06), run
+    assert printed == ONCE_PRINTED_PCT

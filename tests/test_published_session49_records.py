@@ -43,11 +43,12 @@ def test_awsome_compares_only_the_eager_row():
 
 def test_blog_speedups():
     """The blog's printed speedups over its baseline (+10.67 / +33.19 / +38.23%) follow from its printed throughputs within
-    0.01 point (8,950 / 6,475 gives +38.224%, printed 38.23); no row of it is compared, and it shares the test case's
-    source group."""
+    0.01 point (8,950 / 6,475 gives +38.224%, printed 38.23); no row of it is compared. Its own source since session 53
+    mendC53 (cold review C53 item 4): another venue and repository than the awsome test case, no cluster named; it
+    shares only the company, trainer and instance type, which pubmix53's rule R1-R4 does not count."""
     base = BLOG["runs"][0]["measured"]["tokens_per_s_per_gpu"]
     for run in BLOG["runs"][1:]:
         meas = run["measured"]
         assert abs(100 * (meas["tokens_per_s_per_gpu"] / base - 1) - meas["speedup_percent"]) <= 0.0101
     assert set(BLOG["simcluster"]["runs_not_compared"]) == set(range(len(BLOG["runs"])))
-    assert BLOG["simcluster"]["source_group"] == AWSOME["simcluster"]["source_group"]
+    assert not BLOG["simcluster"].get("source_group") and AWSOME["simcluster"]["source_group"] == "llm-awsome"

@@ -245,7 +245,9 @@ def test_the_two_fms_fsdp_a100_files_are_one_source_for_the_bands():
     """Review B 40 finding 8: the February 2024 fms-fsdp table is the same trainer, authors and cluster as
     llm-fms-fsdp-a100.yaml; `simcluster.source_group` makes the bands (and the family read-out) count them as one. Both
     files are development since cold read C46 item 1 (session 43's A100 card-scope choice made with them in view), so
-    their rows enter no band today: the grouping is checked on the same rows taken as held out."""
+    their rows enter no band today: the grouping is checked on the same rows taken as held out. Since session 53 mendC53
+    (pubmix53's rule R1 applied to every file, cold review C53 item 4) the group is `llm-fms-fsdp`, with the H100 files
+    split from the same README table."""
     from dataclasses import replace
 
     from conftest import ROOT
@@ -257,16 +259,18 @@ def test_the_two_fms_fsdp_a100_files_are_one_source_for_the_bands():
 
     folder = ROOT / "calibration" / "published"
     feb, later = (read_published(folder / f"llm-fms-fsdp-a100{s}.yaml", "published-llm-run") for s in ("-feb2024", ""))
-    assert feb.source_group == later.source_group == "llm-fms-fsdp-a100" != feb.name
+    assert feb.source_group == later.source_group == "llm-fms-fsdp" != feb.name
     rows = [r for s in ("-feb2024", "") for r in validate_published_llm(folder / f"llm-fms-fsdp-a100{s}.yaml").rows]
     assert not reference_residuals(ReferenceValidation("published llm", 0.1, rows, {}), "llm")   # development: no band
     rows = [replace(r, held_out=True) for r in rows]
     residuals = reference_residuals(ReferenceValidation("published llm", 0.1, rows, {}), "llm")
-    assert len(residuals) == 6 and {r.source for r in residuals} == {"llm-fms-fsdp-a100"}
+    assert len(residuals) == 6 and {r.source for r in residuals} == {"llm-fms-fsdp"}
     assert sum(r.row.startswith("llm-fms-fsdp-a100-feb2024 runs[") for r in residuals) == 3   # the row still names its file
-    assert {r.to_json().get("source_group") for r in rows if r.error is not None} == {"llm-fms-fsdp-a100", None}
+    assert {r.to_json().get("source_group") for r in rows if r.error is not None} == {"llm-fms-fsdp"}
     h100 = read_published(folder / "llm-fms-fsdp-h100.yaml", "published-llm-run")
-    assert h100.source_group == h100.name                                     # a file naming no group is its own source
+    assert h100.source_group == "llm-fms-fsdp"                                # the same README table's H100 columns
+    bloom = read_published(folder / "llm-bloom176b-tr11.yaml", "published-llm-run")
+    assert bloom.source_group == bloom.name                                   # a file naming no group is its own source
 
 
 def test_a_mixed_gpu_files_rows_name_the_card_they_are_predicted_on_and_its_other_gpus_rows_are_not_compared():

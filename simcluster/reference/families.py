@@ -82,13 +82,22 @@ class FamilyValidation:
         numbers = bool(errs) and mean <= target and within >= self.FAMILY_SHARE * len(errs)
         figures, thin, verdict = self._verdict(per_source, numbers)
         # the verdict with one source_group's files counted apart, for each group of several files: where it differs,
-        # the verdict rests on that grouping (final read 52 item 9: fp8's met since mendC52 on the counting alone)
+        # the verdict rests on that grouping (final read 52 item 9: fp8's met since mendC52 on the counting alone); all
+        # the group's files apart at once, and (a group of 3+ files) each file apart singly with the rest still grouped,
+        # since one file apart can flip a verdict that all apart do not (cold review C53 item 1: fp8, NeMo 25.04's page)
         on_grouping = {}
         for group in sources:
             if len(files[group]) > 1:
-                apart = {k: v for k, v in per_source.items() if k != group} | files[group]
-                if (other := self._verdict(apart, numbers)[2]) != verdict:
-                    on_grouping[group] = {"files": len(files[group]), "verdict": other}
+                rest = {k: v for k, v in per_source.items() if k != group}
+                other = self._verdict(rest | files[group], numbers)[2]
+                singly = {}
+                for name in files[group] if len(files[group]) > 2 else ():   # two files: one apart is all apart
+                    others = [e for n, x in files[group].items() if n != name for e in x]
+                    one = self._verdict(rest | {name: files[group][name], f"{group} without {name}": others}, numbers)[2]
+                    singly |= {name: one} if one != verdict else {}
+                if other != verdict or singly:
+                    on_grouping[group] = {"files": len(files[group]), "verdict": other if other != verdict else None}
+                    on_grouping[group] |= {"one_file_apart": singly} if singly else {}
         return {"rows": len(errs), "sources": sources, "largest_source_rows": max(map(len, per_source.values()), default=0),
                 "source_rows": {x: len(per_source[x]) for x in sources},
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,

@@ -264,7 +264,7 @@ def build(rows: list[dict], title: str, figures_dir: str, answer: dict | None = 
     ok = [r for r in rows if r.get("status") == "ok"]
     usable = [r for r in ok if r.get("jobs[0].fits") is not False]
     key, unit = throughput_key(usable)
-    top = sorted(usable, key=lambda r: (-(r.get(key) or 0.0), configuration_key(r)))[:top_n] if key else usable[:top_n]
+    top = sorted(usable, key=lambda r: (-(r.get(key) or 0.0), configuration_key(r)) if key else configuration_key(r))[:top_n]
     figs = _figures(usable, key, unit, within_s, top[:12])
     docs: dict[str, str | bytes] = {}
     body = [f"<h1>{html.escape(title)}</h1>",

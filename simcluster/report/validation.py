@@ -124,8 +124,8 @@ def _(v: FamilyValidation) -> str:
              "(trust/regime.published_family)",
              f"# met also needs >= {v.MIN_SOURCES} sources (a source_group once; else 'not judged'), and the numbers with each source "
              f"weighing once and >= {MIN_OTHER_ROWS} held-out rows outside the largest source (else 'thin: one source carries it', "
-             "not met: trust/thin); [rests on grouping: ...]: the verdict with one source_group's files counted apart, where "
-             "it differs",
+             "not met: trust/thin); [rests on grouping: ...]: the verdict with one source_group's files counted apart (all "
+             "at once, and each file alone with the rest grouped), where it differs",
              "# n: rows compared; n/c: the family's rows not compared (no prediction: what the source leaves out or the "
              "model cannot express; --json: why, per row)",
              f"# {'family':<14} {'rows':<12} {'n':>4} {'n/c':>4} {'src':>4} {'mean |error|':>12} {'within':>13}  target  sources"]
@@ -142,14 +142,21 @@ def _(v: FamilyValidation) -> str:
                 continue
             met = _family_target(s) if kind == "held_out" else ""
             if kind == "held_out" and s["verdict_on_grouping"]:   # the verdict rests on a source grouping
-                met += " [rests on grouping: " + "; ".join(f"{_short(g)}'s {d['files']} files apart: {d['verdict']}"
-                                                          for g, d in s["verdict_on_grouping"].items()) + "]"
+                met += " [rests on grouping: " + "; ".join(_on_grouping(g, d) for g, d in s["verdict_on_grouping"].items()) + "]"
             lines.append(f"  {f['family']:<14} {kind.replace('_', ' '):<12} {s['rows']:>4} {s['not_compared']:>4} {len(s['sources']):>4} "
                          f"{s['mean_abs_error_pct']:>11.1f}% {s['within_target']:>5} ({s['within_share']:>4.0%})  {met:<6}  "
                          + _clip(", ".join(_short(x) for x in s["sources"]), 90))
     if v.no_family():
         lines.append(f"# not compared and of no family (the file prints too little to name one): {v.no_family()} rows")
     return "\n".join(lines) + "\n"
+
+
+def _on_grouping(group: str, d: dict) -> str:
+    """One group's '[rests on grouping: ...]' part: the verdict with all its files apart and with each one apart
+    (reference/families: where it differs from the family's verdict)."""
+    parts = [f"{_short(group)}'s {d['files']} files apart: {d['verdict']}"] if d["verdict"] else []
+    parts += [f"{_short(name)} apart from {_short(group)}: {v}" for name, v in d.get("one_file_apart", {}).items()]
+    return "; ".join(parts)
 
 
 def _family_target(s: dict) -> str:
