@@ -216,7 +216,7 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     fsdp = by["FSDP/ZeRO"]
     assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (21, 3, "met", 18)
     assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 4
-    assert fsdp["source_rows"]["llm-awsome"] == 1   # AWS's awsome repository (R2; the SageMaker blog its own since mendC53)
+    assert fsdp["source_rows"]["llm-awsome-torchtitan"] == 1   # the awsome repository's torchtitan test case (R2 by authorship, the lead after mendC53)
     # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping
     # (KempnerForge's two files, config-validation 3 rows and fsdp2 14, counted apart would read met); after the merge it
     # is met on 4 rows outside KempnerForge with the files counted as one source, so no verdict rests on that grouping

@@ -78,7 +78,7 @@ def validation():
 
 def test_every_row_is_compared_held_out_and_moe(validation):
     assert not DOC["simcluster"].get("runs_not_compared") and DOC["simcluster"]["held_out"] is True
-    assert DOC["simcluster"]["source_group"] == "llm-awsome"   # the awsome repository's (R2; llm-aws until mendC53)
+    assert DOC["simcluster"]["source_group"] == "llm-awsome-qwen3"   # its own benchmark campaign (R2 by authorship; llm-awsome at mendC53, llm-aws before)
     rows = [r for r in validation.rows if r.error is not None]
     assert len(rows) == 6 and not validation.skipped
     assert all(r.held_out and not r.development_for and r.family == "MoE" for r in rows)

@@ -51,4 +51,4 @@ def test_blog_speedups():
         meas = run["measured"]
         assert abs(100 * (meas["tokens_per_s_per_gpu"] / base - 1) - meas["speedup_percent"]) <= 0.0101
     assert set(BLOG["simcluster"]["runs_not_compared"]) == set(range(len(BLOG["runs"])))
-    assert not BLOG["simcluster"].get("source_group") and AWSOME["simcluster"]["source_group"] == "llm-awsome"
+    assert not BLOG["simcluster"].get("source_group") and AWSOME["simcluster"]["source_group"] == "llm-awsome-torchtitan"
