@@ -155,7 +155,11 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # NeMo Megatron 22.08 A100 tables (11 rows, predicted once: 16.4%, 5 within 10%; zero 1 -> 2 after cold read C52, a
     # transcription correction: 15.1%) and, by the source-group rule (mendC52), the five NeMo-team files one source: 164
     # rows, 11 sources, 73.2% (120 of 164); by source 83.3% (13 sources, ungrouped: 70.7%, 116 of 164)
-    assert 72.5 < cov["llm"].coverage_pct < 74.0 and cov["llm"].sources == 11 and cov["llm"].covered == 120, cov["llm"]
+    # Session 53: moe53's AWS Qwen3-30B p5 MoE rows (6, +38..+126% fast, predicted once), pubmix53's Alibaba
+    # Megatron-LLaMA rows (5) and the grouping rule R1-R4 applied to every file (pubmix53, mendC53, the lead's R2 by
+    # authorship): 175 rows, 12 sources, 78.9% (138 of 175), by source 78.1%: the groups changed the folds, no band widened
+    # by hand; the median half-width rose to 23.2% (the AWS MoE rows widen the pooled llm band)
+    assert 78.0 < cov["llm"].coverage_pct < 79.5 and cov["llm"].sources == 12 and cov["llm"].covered == 138, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
@@ -168,7 +172,8 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # session 49: adopt49's router term makes every published MoE row development (no MoE regime in the bands): 11.7%
     # session 50: the dgxc files one source (mendB1): 11.2%; session 51: 11.4%; session 52: publ52's NeMo 22.08 A100 rows
     # (the 175B rows +15..+30% fast join TP+PP bf16 and widen its band; the 5B rows open DP/ZeRO-1/2 bf16): 14.7%; with
-    # the NeMo-team files one source (mendC52; fewer folds, wider left-out bands): 15.8%
+    # the NeMo-team files one source (mendC52; fewer folds, wider left-out bands): 15.8%; session 53 (the regrouping:
+    # CP | fp8 and TP+PP | fp8 no longer validated, TP | bf16 gains Alibaba's source): 15.8%
     assert 15.0 < cov["llm"].median_half_width_validated_pct < 16.5
     assert 60.0 < cov["storage"].coverage_pct < 70.0
     assert 70.0 <= cov["collective across nodes"].by_source_pct < 80.0
@@ -340,8 +345,9 @@ def test_an_unvalidated_collective_regime_pools_its_own_links_rows():
     assert trust.rows == len(table.family_rows("collective across nodes", "rdma-efa")) < len(
         table.family_rows("collective across nodes"))
     checks = [c for c in leave_one_source_out(table, "collective across nodes") if c.row.regime == efa]
-    assert len(checks) == 30 and sum(c.covered for c in checks) >= 24   # 12 of 30 on the family's pooled band; a regression pin on rows
-    # that chose pool_link (development for the rule, trust.md session 46), not a held-out check of it
+    assert len(checks) == 32 and sum(c.covered for c in checks) >= 26   # 12 of 30 on the family's pooled band; a regression pin on rows
+    # that chose pool_link (development for the rule, trust.md session 46), not a held-out check of it. Session 53 xa2a53:
+    # AWS's 2025 p5 alltoall_perf rows (2, rho 1.33 / 1.30, not blind) join: 32, all covered (the pool's EFA band is wide)
     # a link with no rows, and the one-node GB200 links (18 rows from 2 sources since nccl49: Azure's tray, OCI's page as one
     # source_group): the family's pooled band
     assert table.pool_link("collective across nodes", "collective | all_reduce | ring | >=64MiB | tcp") == ""
