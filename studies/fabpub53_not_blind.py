@@ -2,7 +2,9 @@
 
 nccl-tests#309's first cluster's full tables (calibration/published/nccl-h100-ib-x2-x4-nccltests309-tables.yaml, 16 rows,
 session 53 fabpub53) are held out by commit order, but they are not blind: session 31 read the tables, and the
-expectation committed with the file was arithmetic on printed errors. The file stays in every table. This study prints
+expectation committed with the file was arithmetic on printed errors. The same holds for xa2a53's EP-backend alltoall
+file (nccl-aws-p5-x4-x8-epbackend-alltoall.yaml, 2 rows: moe53 read its rows and their predictions first; final read 53
+item 3, mendF53): 18 rows in all. The files stay in every table. This study prints
 the figures that count its rows beside the same figures without them (the file left out of the check's eta / t0 fit
 too, not only out of the mean): `validate --published nccl --held-out-systems`' headline and studies/fabnoise52.py's
 part 4 (by error-band regime: the paired floors). No model figure changes.
@@ -16,7 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-NOT_BLIND = ("nccl-h100-ib-x2-x4-nccltests309-tables",)   # fabpub53: read in session 31; expectation from printed errors
+NOT_BLIND = ("nccl-h100-ib-x2-x4-nccltests309-tables",   # fabpub53: read in session 31; expectation from printed errors
+             "nccl-aws-p5-x4-x8-epbackend-alltoall")    # xa2a53: its rows and predictions read by moe53 first (its `why`)
 
 
 def headline(drop: tuple[str, ...]) -> str:

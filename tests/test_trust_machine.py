@@ -148,26 +148,41 @@ def test_on_a_plain_machine_the_band_is_the_regime_keys(tmp_path):
         assert "no band" not in render(job)
 
 
-def test_an_llm_step_on_gb200_trays_is_judged_as_gb200s_not_its_b200_cards(tmp_path):
+def test_an_llm_step_on_gb200_trays_is_judged_as_gb200s_not_its_b200_cards(tmp_path, monkeypatch):
     """Cold review B53 item 6 (mendB53): on two trays of 4 GB200 (the b200 GPU card, the GB200 NVLink card) the LLM
     step's regime names the machine's GPU, GB200 (machine_models.machine_gpu, the one MachineTrust), as the sweep and
-    the DDP step do; no GB200 LLM row is held (the table's llm rows ran on A100 / H100 / H200 / B200), so a step in a
-    validated regime is extrapolated. (Session 53's regrouping left no validated llm regime with B200 rows -- CP | fp8
-    fell to one source -- so the step is a TP | bf16 one, validated on A100 / H100 rows: the point is the GPU it names.)"""
-    from simcluster.trust.table import load_table
+    the DDP step do. No validated llm regime holds B200 rows today, so (final read 53 item 4, mendF53) the test reads a
+    synthetic table: the shipped one with TP | bf16's rows relabelled B200. The same job then reads `validated` on an
+    HGX B200 machine (the b200 GPU card, the B200 NVLink card) and `extrapolated` on the GB200 trays (GB200 outside the
+    rows' GPUs); with the mend reverted (the regime naming the b200 card's B200) the trays would read validated too."""
+    import dataclasses
 
+    from simcluster.trust import band
+    from simcluster.trust.table import Table, load_table
+
+    key = "llm | Megatron/NeMo | TP | bf16"
+    shipped = load_table()
+    synthetic = Table([dataclasses.replace(r, gpu="B200") if r.regime == key else r for r in shipped.residuals])
+    assert synthetic.regimes[key].enough and set(synthetic.regimes[key].gpus) == {"B200"}
+    monkeypatch.setattr(band, "load_table", lambda path=None: synthetic)
     job = {"kind": "llm_training", "model": {"layers": 4, "hidden": 4096, "ffn": 14336, "heads": 32, "kv_heads": 8,
                                              "vocab": 128256, "seq": 16384},
            "parallel": {"tp": 2, "pp": 1, "cp": 1, "dp": 4, "zero": 1}, "precision": "bf16", "global_batch": 4,
-           "micro_batch": 1}     # llm | Megatron/NeMo | TP | bf16: validated on A100 / H100 rows
-    path = tmp_path / "cp.yaml"
-    path.write_text(yaml.safe_dump({"name": "cp", "machine": copy.deepcopy(MACHINE), "jobs": [job]}, sort_keys=False))
-    (llm,) = run_scenario(load(str(path)), simulate=False).jobs
-    assert llm.prediction.regime.gpu == "GB200"
-    assert not [r for r in load_table().residuals if r.regime.startswith("llm") and r.gpu == "GB200"]
-    v = llm.to_json()["validation"]
-    assert v["regime"] == "llm | Megatron/NeMo | TP | bf16", v
-    assert (v["status"], v["gpu"], v["gpu_in_band"]) == ("extrapolated", "GB200", False) and "H100" in v["gpus_of_rows"], v
+           "micro_batch": 1}     # llm | Megatron/NeMo | TP | bf16
+    hgx = dict(copy.deepcopy(MACHINE), card=str(ROOT / "models/collective/b200-nvlink-derived.yaml"), gpus_per_node=8,
+               nodes=1)
+    found = {}
+    for name, machine in (("gb200", copy.deepcopy(MACHINE)), ("hgx", hgx)):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump({"name": name, "machine": machine, "jobs": [job]}, sort_keys=False))
+        (llm,) = run_scenario(load(str(path)), simulate=False).jobs
+        found[name] = (llm.prediction.regime.gpu, llm.to_json()["validation"])
+    assert not [r for r in shipped.residuals if r.regime.startswith("llm") and r.gpu == "GB200"]
+    (gpu, v), (hgx_gpu, h) = found["gb200"], found["hgx"]
+    assert v["regime"] == h["regime"] == key, (v, h)
+    assert (h["status"], h["gpu"], h["gpu_in_band"]) == ("validated", "B200", True), h
+    assert (v["status"], v["gpu"], v["gpu_in_band"]) == ("extrapolated", "GB200", False), v
+    assert (gpu, hgx_gpu) == ("GB200", "B200")
 
 
 def test_a_plan_leaves_such_rows_out_and_says_why_where_they_are_ranked():
