@@ -237,7 +237,7 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
 
 
 _SHARED: dict = {}       # (what, machine, its cards' stamps) -> a model built from cards, kept for the process's next points
-_GPU_MODELS: dict = {}   # (collective card, GPU card, their stamps) -> machine_gpu (_Context.machine_gpu); a few entries
+_GPU_MODELS: dict = {}   # (collective card, GPU card, their stamps) -> machine_gpu (_Context.machine_gpu); SHARED_ENTRIES at most
 SHARED_ENTRIES = 64
 
 
@@ -332,6 +332,8 @@ class _Context:
         m = self.scenario.machine
         key = (m.card, m.gpu_card, self._stamp(m.card), self._stamp(m.gpu_card))
         if key not in _GPU_MODELS:
+            if len(_GPU_MODELS) >= SHARED_ENTRIES:   # bounded as _SHARED is (final read 53 item 6): a rewritten card adds a key
+                _GPU_MODELS.pop(next(iter(_GPU_MODELS)))
             _GPU_MODELS[key] = machine_gpu(m)
         return _GPU_MODELS[key]
 

@@ -52,7 +52,12 @@ def parts(result) -> str:
     return ", ".join(f"{k} {v:.2f}" for k, v in result.breakdown.items() if isinstance(v, (int, float)) and v > 0)
 
 
+HEADER = ("# PYTHONPATH=. python studies/moe53_whatif.py   (session 53 moe53: the model unchanged; row 3's recompute case "
+          "added at mendA53, cold review A53 item 7)")
+
+
 def main() -> None:
+    print(HEADER)
     for stem, i, label, (what, fields) in CASES:
         row = predict_row(stem, i)
         model, par, batch, framework = row.model, row.par, row.batch, row.framework

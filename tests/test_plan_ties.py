@@ -129,4 +129,4 @@ def test_seed000_ddp_plan_top_pick(tmp_path):
         (1, "seed000-roce-100g"), (1, "seed000-tcp-100g"), (1, "roce-400g")]
     assert top[0]["pessimistic.time_to_train_s"] == top[1]["pessimistic.time_to_train_s"]
     assert top[0]["pessimistic.cost"] == top[1]["pessimistic.cost"]                        # the tie the rule decides
-    assert a["fastest"]["point_hash"] == top[0]["point_hash"] and a["cheapest_within"] is None
+    assert a["fastest"]["point_hash"] == top[0]["point_hash"]   # cheapest_within is a trust-rule outcome, not a tie: not pinned here (final read 53 item 7)
