@@ -186,8 +186,9 @@ def test_a_source_mixing_a_slow_cluster_file_is_judged_on_its_other_rows_only(st
 
 def test_the_not_blind_rows_are_shown_beside_the_figures_without_them(capsys):
     """Cold review A53 item 3 (mendA53): nccl-tests#309's first cluster's 16 table rows and xa2a53's 2 EP-backend alltoall
-    rows (final read 53 item 3, mendF53) are held out by commit order but not blind; studies/fabpub53_not_blind.py prints the held-out headline and fabnoise52's regime floors with and without
-    them (the file out of the fit too), and its committed output is what it prints."""
+    rows (final read 53 item 3, mendF53) are held out by commit order but not blind; studies/fabpub53_not_blind.py
+    prints the held-out headline and fabnoise52's regime floors with and without them (the files out of the fit too),
+    and its committed output is what it prints."""
     mod = load_script("studies/fabpub53_not_blind.py")
     mod.main()
     out = capsys.readouterr().out
