@@ -101,7 +101,10 @@ def test_twins_are_left_out_together_and_weigh_as_one(systems):
     # a third copy of the p5 file under the same group leaves every other EFA system's fit where it was
     efa = [s for s in systems if s.family == "EFA" and not s.outlier]
     copy = dataclasses.replace(by_name["nccl-aws-p5-48xlarge-x2"], name="copy")
-    rest = [s for s in efa if s.name not in ("nccl-aws-p6-b200-x4", "nccl-aws-p5-x2-eks-keitaw2024")]
+    # (session 53 mendF53: the group also holds AWS's 2026 EP-backend alltoall file, R2 by authorship; left out here as
+    # the 2024 log is, so the p5 file is its group's only member and a copy of it cannot move the group's mean)
+    rest = [s for s in efa if s.name not in ("nccl-aws-p6-b200-x4", "nccl-aws-p5-x2-eks-keitaw2024",
+                                             "nccl-aws-p5-x4-x8-epbackend-alltoall")]
     assert np.allclose(ho._cost(rest, slice(None)), ho._cost(rest + [copy], slice(None)))
     assert not np.allclose(ho._cost(rest, slice(None)),
                            ho._cost(rest + [dataclasses.replace(copy, group="another system")], slice(None)))
@@ -205,7 +208,11 @@ def test_systems_whose_rows_prompted_the_check_are_marked_and_left_out_of_the_ot
              f"{sum(g.held_out_pct <= ho.TARGET_PCT for g in others if not g.fitted)} of {len(others) - len(fitted)} "
              "unfitted: shipped cards")
     assert f"others (not ^): {met} of {len(others)} within 10% ({split}), {rows} rows {mean:.1f}%" in out
-    assert rows == sum(r.rows for r in results if not r.development)   # no mixed source today: the same rows as per file
+    # one mixed source since session 53 (mendF53): nccl-aws-p5-48xlarge-x2's group holds development files and the
+    # EP-backend alltoall file (not development itself), so the source is development and its 2 rows leave the others'
+    mixed = {r.system for r in results if not r.development} & {s.name for s in systems if s.source == "nccl-aws-p5-48xlarge-x2"}
+    assert mixed == {"nccl-aws-p5-x4-x8-epbackend-alltoall"}
+    assert rows == sum(r.rows for r in results if not r.development and r.system not in mixed)
     assert all(r.to_json()["development"] == (r.development or None) for r in results)
 
 
