@@ -237,7 +237,6 @@ def _sweep(scenario: Scenario, job: CollectiveSweep, context) -> SweepResult:
 
 
 _SHARED: dict = {}       # (what, machine, its cards' stamps) -> a model built from cards, kept for the process's next points
-_GPU_MODELS: dict = {}   # (collective card, GPU card, their stamps) -> machine_gpu (_Context.machine_gpu); SHARED_ENTRIES at most
 SHARED_ENTRIES = 64
 
 
@@ -259,7 +258,11 @@ def _shared(what: str, machine, make, extra=(), stamp=_stamp):
     kind card, read from its folder, is not)."""
     cards = (machine.card, machine.gpu_card, machine.nic.card if machine.nic else None, machine.aggregation_card,
              machine.nvls_card, machine.host_card)
-    key = (what, machine, tuple(stamp(c) for c in cards), extra)
+    return _kept((what, machine, tuple(stamp(c) for c in cards), extra), make)
+
+
+def _kept(key, make):
+    """_SHARED's entry for `key`, made by `make` the first time (the oldest entry dropped beyond SHARED_ENTRIES)."""
     if key not in _SHARED:
         if len(_SHARED) >= SHARED_ENTRIES:
             _SHARED.pop(next(iter(_SHARED)))
@@ -329,13 +332,8 @@ class _Context:
     def machine_gpu(self) -> str:
         """machine_models.machine_gpu (MachineTrust.gpu's), once per process per GPU card and collective card while both
         are unchanged (it reads no other part of the machine): an LLM step's regime GPU (_marked) at a plan point's cost."""
-        m = self.scenario.machine
-        key = (m.card, m.gpu_card, self._stamp(m.card), self._stamp(m.gpu_card))
-        if key not in _GPU_MODELS:
-            if len(_GPU_MODELS) >= SHARED_ENTRIES:   # bounded as _SHARED is (final read 53 item 6): a rewritten card adds a key
-                _GPU_MODELS.pop(next(iter(_GPU_MODELS)))
-            _GPU_MODELS[key] = machine_gpu(m)
-        return _GPU_MODELS[key]
+        m = self.scenario.machine   # keyed by the two cards alone (_shared keys the whole machine): one entry for a plan
+        return _kept(("machine gpu", m.card, m.gpu_card, self._stamp(m.card), self._stamp(m.gpu_card)), lambda: machine_gpu(m))
 
 
 JOB_RUNNERS = {CollectiveSweep: _sweep, ConcurrentJob: _concurrent, QperfJob: _qperf, TrainingJob: _training,

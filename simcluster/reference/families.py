@@ -67,6 +67,24 @@ class FamilyValidation:
                    else "thin" if thin else "met")
         return figures, thin, verdict
 
+    def _on_grouping(self, group: str, per_source: dict[str, list[float]], files: dict[str, list[float]], numbers: bool,
+                     verdict: str) -> dict:
+        """How the verdict reads with one source_group's files counted apart, {} where it reads the same: all its files
+        apart at once ('verdict'), and (a group of 3+ files) each file apart with the rest still grouped
+        ('one_file_apart'), since one file apart can flip a verdict that all apart do not (cold review C53 item 1: fp8,
+        NeMo 25.04's page). Where it differs the verdict rests on that grouping (final read 52 item 9)."""
+        rest = {k: v for k, v in per_source.items() if k != group}
+        apart = self._verdict(rest | files, numbers)[2]
+        singly = {}
+        for name in files if len(files) > 2 else ():   # two files: one apart is all apart
+            others = [e for n, x in files.items() if n != name for e in x]
+            one = self._verdict(rest | {name: files[name], f"{group} without {name}": others}, numbers)[2]
+            if one != verdict:
+                singly[name] = one
+        if apart == verdict and not singly:
+            return {}
+        return {"files": len(files), "verdict": apart if apart != verdict else None} | ({"one_file_apart": singly} if singly else {})
+
     def _stats(self, rows: list[ReferenceRow]) -> dict:
         compared = [r for r in rows if r.error is not None]
         errs = [abs(r.error) for r in compared]
@@ -81,23 +99,8 @@ class FamilyValidation:
         sources = sorted(per_source)
         numbers = bool(errs) and mean <= target and within >= self.FAMILY_SHARE * len(errs)
         figures, thin, verdict = self._verdict(per_source, numbers)
-        # the verdict with one source_group's files counted apart, for each group of several files: where it differs,
-        # the verdict rests on that grouping (final read 52 item 9: fp8's met since mendC52 on the counting alone); all
-        # the group's files apart at once, and (a group of 3+ files) each file apart singly with the rest still grouped,
-        # since one file apart can flip a verdict that all apart do not (cold review C53 item 1: fp8, NeMo 25.04's page)
-        on_grouping = {}
-        for group in sources:
-            if len(files[group]) > 1:
-                rest = {k: v for k, v in per_source.items() if k != group}
-                other = self._verdict(rest | files[group], numbers)[2]
-                singly = {}
-                for name in files[group] if len(files[group]) > 2 else ():   # two files: one apart is all apart
-                    others = [e for n, x in files[group].items() if n != name for e in x]
-                    one = self._verdict(rest | {name: files[group][name], f"{group} without {name}": others}, numbers)[2]
-                    singly |= {name: one} if one != verdict else {}
-                if other != verdict or singly:
-                    on_grouping[group] = {"files": len(files[group]), "verdict": other if other != verdict else None}
-                    on_grouping[group] |= {"one_file_apart": singly} if singly else {}
+        on_grouping = {g: d for g in sources if len(files[g]) > 1
+                       if (d := self._on_grouping(g, per_source, files[g], numbers, verdict))}
         return {"rows": len(errs), "sources": sources, "largest_source_rows": max(map(len, per_source.values()), default=0),
                 "source_rows": {x: len(per_source[x]) for x in sources},
                 "mean_abs_error_pct": None if mean is None else mean * 100, "within_target": within,
