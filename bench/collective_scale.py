@@ -8,7 +8,6 @@ topology built so far; multi-node fabrics and 16k-GPU scale are the fabric issue
 
 from __future__ import annotations
 
-import argparse
 import resource
 import time
 from pathlib import Path
@@ -23,7 +22,9 @@ CARD = Path(__file__).resolve().parent.parent / "models" / "collective" / "h200x
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    from simcluster.script_args import ArgumentParser  # a bad argument: one line
+
+    parser = ArgumentParser()
     parser.add_argument("--max-gpus", type=int, default=64)
     args = parser.parse_args()
     params, _ = load_collective(CARD)

@@ -15,7 +15,6 @@ far the two forms are apart.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import resource
 import time
@@ -53,7 +52,9 @@ def chunk_level_ring_s(cluster: Cluster, spec: FabricSpec, size: int) -> tuple[f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    from simcluster.script_args import ArgumentParser  # a bad argument: one line
+
+    parser = ArgumentParser()
     parser.add_argument("--max-gpus", type=int, default=16384)
     parser.add_argument("--repeat", type=int, default=5, help="runs per point; the fastest is printed")
     args = parser.parse_args()

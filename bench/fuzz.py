@@ -113,4 +113,12 @@ def _table(title: str, rows: list, column: int) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*(int(a) for a in sys.argv[1:4]), *sys.argv[4:5]))
+    from simcluster.script_args import check
+
+    usage = "[CASES [SEED [READER_CASES [ONLY]]]]"
+    argv = check(words=4, usage=usage)
+    try:
+        numbers = [int(a) for a in argv[:3]]
+    except ValueError as exc:
+        raise SystemExit(f"fuzz.py: CASES, SEED and READER_CASES are integers ({exc}); usage: fuzz.py {usage}") from None
+    sys.exit(main(*numbers, *argv[3:4]))

@@ -33,4 +33,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    from simcluster.script_args import check
+
+    check()   # no arguments: an unknown one is one line, before the run
     main()

@@ -34,7 +34,16 @@ def prof(frame, event, arg):
 
 
 def main() -> None:
-    sc = load(sys.argv[1])
+    from simcluster.errors import SimclusterError
+    from simcluster.script_args import check
+
+    args = check(words=1, usage="SCENARIO.yaml")
+    if not args:
+        raise SystemExit("llm_calls.py: expected a scenario file (SCENARIO.yaml)")
+    try:
+        sc = load(args[0])
+    except SimclusterError as exc:
+        raise SystemExit(f"llm_calls.py: {exc}") from None
     build.run_scenario(sc)
     sys.setprofile(prof)
     build.run_scenario(sc)

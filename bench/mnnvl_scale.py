@@ -53,5 +53,8 @@ def llm() -> None:
 
 
 if __name__ == "__main__":
+    from simcluster.script_args import check
+
+    check()   # no arguments: an unknown one is one line, before the run
     collective()
     llm()

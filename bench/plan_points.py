@@ -60,8 +60,18 @@ def bench(path: Path, whole: bool = True) -> dict:
 
 
 def main() -> None:
-    args = [a for a in sys.argv[1:] if a != "--eval-only"]
+    from simcluster.errors import SimclusterError
+    from simcluster.script_args import check
+
+    args = [a for a in check(options=("--eval-only",), words=None, usage="[--eval-only] [PLAN.yaml ...]") if a != "--eval-only"]
     paths = [Path(p).resolve() for p in args] or plans()
+    try:
+        _table(paths)
+    except SimclusterError as exc:   # a plan file that cannot be read: its one line, not a traceback
+        raise SystemExit(f"plan_points.py: {exc}") from None
+
+
+def _table(paths: list[Path]) -> None:
     print(f"{'plan':<14} {'points':>6} {'cand s':>7} {'eval s':>7} {'points/s':>9} {'CPU s':>6} {'points/CPU s':>12} {'pred CPU':>8} {'plan s':>7}")
     for path in paths:
         r = bench(path, whole="--eval-only" not in sys.argv)

@@ -16,7 +16,6 @@ spends beyond the model: engine-N wall x min(N + 1, cores) / points - direct / p
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import os
@@ -58,7 +57,9 @@ def scenario(folder: Path, points: int) -> Path:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    from simcluster.script_args import ArgumentParser  # a bad argument: one line
+
+    ap = ArgumentParser()
     ap.add_argument("--points", type=int, default=10_000)
     ap.add_argument("--workers", default="2", help="Dask worker counts to measure, e.g. 2 or 2,8,15")
     ap.add_argument("--compute-only", action="store_true", help="time the engine without the Parquet store (run._execute: "

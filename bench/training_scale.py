@@ -9,7 +9,6 @@ time it predicts (so a speed change that changes the answer shows).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from pathlib import Path
@@ -22,7 +21,9 @@ CASES = ("scenarios/seed000-resnet18-2servers.yaml", "scenarios/whatif/nvme-driv
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    from simcluster.script_args import ArgumentParser  # a bad argument: one line
+
+    parser = ArgumentParser()
     parser.add_argument("--repeats", type=int, default=50)
     args = parser.parse_args()
     print(f"{'scenario':>28} {'variant':>10} {'step ms':>10} {'median ms':>10} {'best ms':>9}")
