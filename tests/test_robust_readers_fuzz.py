@@ -4,7 +4,7 @@ tool's output parser (tests/fuzzing_readers.reader_seeds), the repository's own 
 truncations, flipped bytes, NaN/Infinity/1e999, deep nesting, YAML bombs, NULs, duplicated lines, wrong types,
 hostile names). Each reader either returns what every number of simcluster.output accepts, or refuses with one
 SimclusterError line; nothing else escapes, and nothing is written. 1,500 cases in the default set (~15-20 s here),
-6,000 more in the slow set; bench/fuzz.py --readers N is the long run."""
+6,000 more in the slow set; bench/fuzz.py CASES SEED READER_CASES is the long run (it never took a --readers flag)."""
 
 import json
 from collections import Counter
