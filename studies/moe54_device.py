@@ -19,7 +19,8 @@ shapes are the ones simcluster prices for the rank (llm/compiled.layer_ops on th
              masked_select of the routing map, index_select of the T x 8 rows); the rows taken as the rank's received
              rows (the all-to-all omitted: forced balance makes the rank receive as many rows as it sends), assigned to
              its L local experts (L = 128 / EP: 8 or 4) by global expert id modulo L, sorted by local expert; the counts
-             copied to the host (.tolist(): the dispatcher's split sizes, a device-to-host sync each forward); per local
+             copied to the host (.tolist(): the dispatcher's split sizes, a device-to-host sync each forward; with the
+             torch permute's two masked_select, three syncs a forward: Megatron-Core + TE's fused permute has one); per local
              expert the fc1 GEMM (2048 -> 2 x 768, gate and up), SwiGLU, the fc2 GEMM (768 -> 2048) (a loop of torch GEMMs:
              Megatron-Core's SequentialMLP; TE's grouped GEMM also issues one cuBLAS GEMM per expert); the rows back in
              routed order, times their scores, index_add into T tokens (unpermute); the residual add.
@@ -35,7 +36,6 @@ for theirs); TE's fused permute, RMSNorm and rotary kernels; the fp32 main-grad 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import moe_kernel_device  # noqa: E402  (its chrome-trace kernel clock, imported, not copied)
+
+from simcluster.script_args import ArgumentParser  # noqa: E402  (a bad argument refused in one line)
 
 INNER, WARMUP = moe_kernel_device.INNER, 3   # 5 calls a sample
 HIDDEN, HEADS_RANK, KV_RANK, HEAD_DIM, EXPERTS, TOP_K, FFN, TP, SEQ = 2048, 4, 1, 128, 128, 8, 768, 8, 4096
@@ -150,7 +152,7 @@ class RankLayer:
         rows = hn.index_select(0, tok)
         # received rows: global expert g -> local expert g mod L; expert-major order sorted by local expert
         local_of = torch.arange(e, device=x.device) % self.local
-        order = torch.argsort(local_of.repeat_interleave(counts), stable=True)
+        order = torch.argsort(local_of.repeat_interleave(counts, output_size=T * k), stable=True)   # no sync: size known
         per_local = torch.zeros(self.local, dtype=counts.dtype, device=x.device).index_add_(0, local_of, counts)
         sizes = per_local.tolist()                                 # the dispatcher's device-to-host sync
         sync_counts.append(sum(sizes))
@@ -200,7 +202,7 @@ def events_timer(torch, cuda: bool, warmup: int, repeats: int):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     ap.add_argument("--quick", action="store_true", help="tiny shapes: a dry run")
     ap.add_argument("--repeats", type=int, default=10)

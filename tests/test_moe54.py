@@ -49,6 +49,7 @@ def test_the_registered_gaps_are_the_findings_figures():
     assert [r["row"] for r in rows] == list(range(6))
     assert [round(1e3 * r["gap_s"], 1) for r in rows] == [6.1, 6.5, 10.0, 7.4, 6.2, 9.1]
     assert all(0 < r["p_compute_s"] <= r["p_s"] + 1e-12 and r["p_fwd_s"] < r["p_s"] for r in rows)
+    assert "/work" not in (BUNDLE / "registered.yaml").read_text()          # no absolute paths
 
 
 @pytest.mark.parametrize("d, k, side, gpu", [(0.8, 0.7, "RANK", "GPU"), (0.0, 0.0, "COMMUNICATION", "NOT GPU"),
