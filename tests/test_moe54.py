@@ -77,6 +77,16 @@ def test_the_read_out_refuses_a_quick_run_or_a_missing_record_in_one_line(tmp_pa
     assert err.count("\n") == 1 and "cell ep32-mb1 pass fwd clock kernels" in err
 
 
+def test_a_failed_cell_is_named_in_the_one_line_refusal(tmp_path, capsys):
+    b = bundle_with(tmp_path, 0, 0, drop=tuple(("ep16-mb1", p, c) for p in s.PASSES for c in ("events", "kernels")))
+    doc = json.loads((b / "runs" / s.TRACE).read_text())
+    doc["records"].append({"cell": "ep16-mb1", "error": "OutOfMemoryError: CUDA out of memory"})
+    (b / "runs" / s.TRACE).write_text(json.dumps(doc))
+    assert s.main([str(b)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cell ep16-mb1 pass fwd clock events (the cell failed: OutOfMemoryError" in err
+
+
 def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp_path, capsys):
     empty, other, keyless = wrong_bundles(tmp_path, "moeker50", "moe54")
     (keyless / "runs" / s.TRACE).write_text(json.dumps({"device": {}, "quick": False, "records": []}))

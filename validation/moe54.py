@@ -106,7 +106,8 @@ def read_trace(path: Path) -> dict:
     """{(cell, pass, clock): record} of a full H200 run; one SimclusterError line for anything else."""
     try:
         doc = json.loads(path.read_text())
-        recs = {(r["cell"], r["pass"], r["clock"]): r for r in doc["records"]}
+        recs = {(r["cell"], r["pass"], r["clock"]): r for r in doc["records"] if "error" not in r}
+        failed = {r["cell"]: r["error"] for r in doc["records"] if "error" in r}
         device = dict(doc["device"])
     except FileNotFoundError:
         raise SimclusterError(f"{path}: missing (the device call's trace)") from None
@@ -122,7 +123,8 @@ def read_trace(path: Path) -> dict:
                     if r is None or not float(r["time_s"]) > 0:
                         raise ValueError
                 except (KeyError, TypeError, ValueError):
-                    raise SimclusterError(f"{path}: no positive time_s for cell {cell} pass {pas} clock {clock}") from None
+                    why = f" (the cell failed: {failed[cell]})" if cell in failed else ""
+                    raise SimclusterError(f"{path}: no positive time_s for cell {cell} pass {pas} clock {clock}{why}") from None
     return {"device": device, "records": recs}
 
 
