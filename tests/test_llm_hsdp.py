@@ -20,7 +20,7 @@ from simcluster.llm.param_counts import layer_params
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 from simcluster.llm.spec_check import check_framework
-from simcluster.reference.llm import spec_of
+from simcluster.reference.llm_specs import spec_of
 from simcluster.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
