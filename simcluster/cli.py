@@ -1,8 +1,9 @@
-"""The command line: thin wrappers that parse arguments, call the library and print.
+"""The command line: thin wrappers that parse arguments, call the library and print (the parser: cli_args.py;
+`validate` and its modes: cli_validate.py).
 
 Every SimclusterError is printed as one line, `simcluster: error: ...`, with exit status 2. Exit 3: something was
 skipped (named on stderr). Exit 4 (`predict training`): a configuration that does not fit in GPU memory; its JSON has
-`"status": "does_not_fit"` and its text prints no step time as if it could run.
+`"status": "does_not_fit"` and its text prints no step time as if it could run. The statuses: errors.EXIT_*.
 """
 
 from __future__ import annotations
@@ -13,11 +14,8 @@ import sys
 from pathlib import Path
 
 from simcluster import __version__, output
-from simcluster.errors import SimclusterError
-
-EXIT_USAGE = 2
-EXIT_PARTIAL = 3     # something was skipped (named on stderr); the rest was done
-EXIT_CANNOT_RUN = 4  # predict training: a configuration that does not fit in GPU memory (its times are for reference only)
+from simcluster.cli_validate import cmd_validate
+from simcluster.errors import EXIT_CANNOT_RUN, EXIT_PARTIAL, EXIT_USAGE, SimclusterError
 
 
 def cmd_parse(args) -> int:
@@ -123,111 +121,6 @@ def cmd_predict_training(args) -> int:
     for path, (label, _) in zip(traces, found, strict=False):
         print(f"timeline{f' of {label}' if label else ''}: {path} (open in https://ui.perfetto.dev)")
     return cannot_run
-
-
-def cmd_error_bands(args) -> int:
-    from simcluster.files import write_document
-    from simcluster.trust import report
-    from simcluster.trust.build import build_table, held_out_coverage, regime_summary
-    from simcluster.trust.table import TABLE
-
-    given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
-                                      ("--published", args.published), ("--decisions", args.decisions),
-                                      ("--held-out-machines", args.held_out_machines), ("--plot", args.plot)) if value]
-    if given or len(args.trace) > 1:
-        raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
-                              hint="give at most one folder of published runs (default calibration/published)")
-    table = build_table(args.trace[0] if args.trace else None)
-    write_document(args.table or TABLE, output.dumps(table.to_json(), "the error-band table", indent=1) + "\n")
-    for path, text in (report.documents(args.docs, table) if args.docs else {}).items():
-        write_document(path, text)
-    if args.json:
-        print(output.dumps({"table": str(args.table or TABLE), "coverage": [c.to_json() for c in held_out_coverage(table)],
-                            "regimes": regime_summary(table)}, "the error-band table", indent=1))
-    else:
-        print(f"error-band table: {args.table or TABLE} ({len(table.residuals)} held-out rows, {len(table.regimes)} regimes)")
-        print("\n".join(report.coverage_lines(table)))
-    return 0
-
-
-def cmd_validate(args) -> int:
-    from simcluster.reference.families import FamilyValidation
-    from simcluster.report.validation import plot, render
-    from simcluster.validation import validate_path
-
-    if args.families:   # before any work (the other modes refuse --published llm themselves)
-        FamilyValidation.check(args.published)
-    if args.error_bands:
-        return cmd_error_bands(args)
-    if args.table or args.docs:
-        raise SimclusterError("--table and --docs go with --error-bands")
-    if args.packet_level:
-        return _validate_packet_level(args)
-    if args.held_out_systems:
-        return _validate_held_out_systems(args)
-    if args.held_out_machines:
-        from simcluster.machine_validation import validate_held_out_machines
-
-        given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
-                                          ("--published", args.published), ("--decisions", args.decisions)) if value]
-        if given:
-            raise SimclusterError(f"--held-out-machines fits its own kind card per machine; {given[0]} does not apply")
-
-        result = validate_held_out_machines(args.trace)
-    elif len(args.trace) > 1:
-        raise SimclusterError("validate takes one trace, log or bundle", hint="--held-out-machines takes several bundles")
-    else:
-        result = validate_path(args.trace[0] if args.trace else None, args.card, args.scenario, args.op,
-                               args.published, args.decisions)
-    result = FamilyValidation(result) if args.families else result   # issue 44's five published families
-    doc = output.check(result.to_json(), " ".join(args.trace) or args.published or args.decisions or "validate")
-    if args.plot:
-        plot(result, args.plot)
-    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else render(result))
-    for line in result.skipped:
-        print(f"simcluster: skipped {line}", file=sys.stderr)
-    return EXIT_PARTIAL if result.skipped else 0
-
-
-def _validate_held_out_systems(args) -> int:
-    """validate --published nccl --held-out-systems: each published system's inter-node terms fitted on the others."""
-    from simcluster.reference.nccl_held_out import excluded_systems, held_out_systems, sources, text
-
-    given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
-                                      ("--decisions", args.decisions), ("--plot", args.plot),
-                                      ("--held-out-machines", args.held_out_machines)) if value]
-    if args.published != "nccl" or given or len(args.trace) > 1:
-        raise SimclusterError(f"--held-out-systems goes with --published nccl alone{f'; {given[0]} does not apply' if given else ''}",
-                              hint="simcluster validate --published nccl --held-out-systems [FOLDER]")
-    results = held_out_systems(args.trace[0] if args.trace else None)
-    excluded = excluded_systems(args.trace[0] if args.trace else None)
-    if args.json:
-        print(json.dumps({"systems": [r.to_json() for r in results], "sources": [g.to_json() for g in sources(results)],
-                          "excluded": [{"system": name, "excluded_why": why} for name, why in excluded]}, indent=1))
-    else:
-        sys.stdout.write(text(results, excluded))
-    return 0
-
-
-def _validate_packet_level(args) -> int:
-    """validate --packet-level SCENARIO: the flow model against ns-3 (simcluster/packet/)."""
-    from simcluster.packet.compare import ns3_available, validate_scenario
-
-    given = [flag for flag, value in (("a trace", args.trace), ("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
-                                      ("--published", args.published), ("--decisions", args.decisions), ("--plot", args.plot),
-                                      ("--held-out-machines", args.held_out_machines)) if value]
-    if given:
-        raise SimclusterError(f"--packet-level runs the scenario's own traffic; {given[0]} does not apply")
-    ok, why = ns3_available()
-    if not ok:
-        raise SimclusterError(why)
-    result = validate_scenario(args.packet_level, progress=lambda r: print(
-        f"simcluster: {r.fabric} {r.pattern} {r.flow_bytes / 2**20:.3g} MiB: {r.error_pct:+.1f}%", file=sys.stderr))
-    doc = output.check(result.to_json(), args.packet_level)
-    sys.stdout.write(json.dumps(doc, indent=1) + "\n" if args.json else result.text())
-    for line in result.skipped:
-        print(f"simcluster: skipped {line}", file=sys.stderr)
-    return EXIT_PARTIAL if result.skipped else 0
 
 
 def cmd_run(args) -> int:

@@ -1,6 +1,11 @@
-"""The error hierarchy. Every user-facing error renders as one line naming where and what."""
+"""The error hierarchy. Every user-facing error renders as one line naming where and what; the command line exits
+with EXIT_USAGE after printing it (simcluster/cli.py)."""
 
 from __future__ import annotations
+
+EXIT_USAGE = 2       # a SimclusterError: bad input or usage, printed as one line
+EXIT_PARTIAL = 3     # something was skipped (named on stderr); the rest was done
+EXIT_CANNOT_RUN = 4  # predict training: a configuration that does not fit in GPU memory (its times are for reference only)
 
 
 class SimclusterError(Exception):

@@ -46,7 +46,8 @@ from simcluster.llm.spec import layer_split  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import published_files, read_published  # noqa: E402
-from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for  # noqa: E402
+from simcluster.reference.llm_specs import spec_of  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 
 GPU_MICRO_H100 = ROOT / "calibration" / "h100x1-gpu-2026-11-23" / "gpu-micro" / "gpu-micro" / "stdout.txt"

@@ -23,7 +23,8 @@ from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.predict import network_for, predict_llm  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for, spec_of  # noqa: E402
+from simcluster.reference.llm import _compared, framework_of, llm_usage, machine_for  # noqa: E402
+from simcluster.reference.llm_specs import spec_of  # noqa: E402
 
 SOURCE = ROOT / "calibration" / "published" / "megatron-functional-moe-h100.yaml"
 

@@ -21,7 +21,8 @@ from simcluster.hardware.gpu import load_gpu  # noqa: E402
 from simcluster.llm.predict import model_flops_per_step, network_for, predict_llm  # noqa: E402
 from simcluster.machine_models import build_cluster  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import RECIPE_PARSERS, _compared, framework_of, llm_usage, machine_for, memory_options, spec_of  # noqa: E402
+from simcluster.reference.llm import RECIPE_PARSERS, _compared, framework_of, llm_usage, machine_for, memory_options  # noqa: E402
+from simcluster.reference.llm_specs import spec_of  # noqa: E402
 
 PUBLISHED = ROOT / "calibration" / "published"
 # (file stem, rows): every H100 row with experts that the validation compares

@@ -41,7 +41,8 @@ import moe_rows  # noqa: E402
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.llm import comm  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
-from simcluster.reference.llm import llm_usage, spec_of  # noqa: E402
+from simcluster.reference.llm import llm_usage  # noqa: E402
+from simcluster.reference.llm_specs import spec_of  # noqa: E402
 
 PROFILED_HIDDEN = 0.3655   # skills row 1's Nsight rank-0 reading: share of communication time hidden by compute
 PROFILED = {"union_s": (22.821, 21.221), "hidden": (0.0011, PROFILED_HIDDEN)}   # skills rows 0 / 1 (file notes)

@@ -58,7 +58,7 @@ def test_the_term_is_on_by_default_for_the_adopted_frameworks_only():
     assert moe_router_term.on() and moe_router_term.ADOPTED == ("megatron", "megatron-te-fa2")
     gpu = load_gpu(H100)[0]
     for name, fw in FRAMEWORKS.items():
-        if fw.eager:   # eager frameworks have no MoE layer (framework.check_model_framework)
+        if fw.eager:   # eager frameworks have no MoE layer (spec_check.check_model_framework)
             continue
         fwd, bwd = moe_ops(fw)
         marked = {o.name for o in fwd + bwd if o.term}

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from simcluster.cards import load_nic, nic_params_yaml
-from simcluster.collectives.fabric import FabricCall, predict_fabric
+from simcluster.collectives.fabric import predict_fabric
+from simcluster.collectives.fabric_call import FabricCall
 from simcluster.collectives.rendezvous import EAGER_HEADER_BYTES, first_message_bytes, rendezvous_s
 from simcluster.errors import SimclusterError
 from simcluster.reference import nccl

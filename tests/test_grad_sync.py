@@ -15,10 +15,11 @@ from simcluster.cards import load_collective
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, compiled, eager, grad_sync, host_bound
 from simcluster.llm.caveats import caveats
-from simcluster.llm.framework import MEGATRON, TORCHTITAN_FSDP2, check_framework
+from simcluster.llm.framework import MEGATRON, TORCHTITAN_FSDP2
 from simcluster.llm.memory import GiB, stage_memories
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check_framework
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GPU = load_gpu(ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml")[0]

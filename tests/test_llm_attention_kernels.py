@@ -93,7 +93,7 @@ def test_megatron_te_fa2_slows_long_sequences_most():
 
 
 def test_a_file_can_fill_the_global_batch():
-    from simcluster.reference.llm import spec_of
+    from simcluster.reference.llm_specs import spec_of
 
     run = {"model": {"name": "x", "layers": 2, "hidden": 256, "ffn": 512, "heads": 4, "vocab": 1000, "seq": 1024},
            "gpus": 4, "parallel": {"tp": 1, "pp": 1, "dp": 4}, "batch": {"global_batch": None, "precision": "bf16"}}

@@ -17,10 +17,11 @@ from simcluster.hardware.gpu import load_gpu
 from simcluster.heldout.eager_regimes import regime_mode_of
 from simcluster.llm import caveats, eager, eager_ac, ops, work
 from simcluster.llm.comm import Network
-from simcluster.llm.framework import TORCH_AMP, check_framework
+from simcluster.llm.framework import TORCH_AMP
 from simcluster.llm.memory import layer_activation_bytes, memory_per_gpu
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
+from simcluster.llm.spec_check import check_framework
 from simcluster.runner import llm_ac
 from simcluster.scenario import load
 from simcluster.trust.regime import llm_regime_of
@@ -99,7 +100,7 @@ def test_op_sits_between_none_and_full():
 @pytest.mark.parametrize("par, key", [(ParallelSpec(recompute="op", tp=2), "parallel.recompute"),
                                       (ParallelSpec(recompute="full", recompute_every=2, pp=2), "parallel.recompute_every")])
 def test_selective_modes_outside_one_gpu_or_dp_are_refused(par, key):
-    fw = eager.torch_framework(par)   # the one rule: framework.check_framework (predict_llm and the job's reader call it)
+    fw = eager.torch_framework(par)   # the one rule: spec_check.check_framework (predict_llm and the job's reader call it)
     with pytest.raises(LlmConfigError) as err:
         check_framework(par, fw)
     assert err.value.key == key
@@ -249,7 +250,8 @@ def test_collect_runs_one_llm_step_per_ac_mode_and_records_it():
 
 
 def test_the_torchtitan_framework_refuses_the_modes_with_tp_too():
-    from simcluster.llm.framework import TORCHTITAN_FSDP2, check_framework
+    from simcluster.llm.framework import TORCHTITAN_FSDP2
+    from simcluster.llm.spec_check import check_framework
 
     check_framework(ParallelSpec(dp=8, zero=3, recompute="op"), TORCHTITAN_FSDP2)
     with pytest.raises(LlmConfigError, match="no tp, no pp"):

@@ -14,12 +14,13 @@ from simcluster.cli import main
 from simcluster.errors import ScenarioError, SimclusterError
 from simcluster.hardware.gpu import load_gpu
 from simcluster.llm import comm, hsdp
-from simcluster.llm.framework import FMS_FSDP, FRAMEWORKS, MEGATRON, TORCHTITAN_FSDP2, check_framework
+from simcluster.llm.framework import FMS_FSDP, FRAMEWORKS, MEGATRON, TORCHTITAN_FSDP2
 from simcluster.llm.memory import GiB, memory_per_gpu
 from simcluster.llm.param_counts import layer_params
 from simcluster.llm.predict import predict_llm
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
-from simcluster.reference.llm import spec_of
+from simcluster.llm.spec_check import check_framework
+from simcluster.reference.llm_specs import spec_of
 from simcluster.scenario import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

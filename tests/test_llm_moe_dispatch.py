@@ -240,8 +240,9 @@ def test_sliding_window_ops_and_flops_by_hand():
     W - W (W - 1) / (2 s) keys each (non-causal), the other half the full causal kernel; backward keeps the shares; the
     model FLOPs count the same keys; frameworks without windows refuse them."""
     from simcluster.llm import ops
-    from simcluster.llm.framework import MEGATRON, MEGATRON_UNFUSED, TORCH_AMP, check_model_framework
+    from simcluster.llm.framework import MEGATRON, MEGATRON_UNFUSED, TORCH_AMP
     from simcluster.llm.predict import model_flops_per_step
+    from simcluster.llm.spec_check import check_model_framework
 
     s, w = 4096, 128
     m = TransformerSpec(4, 2880, 2880, 64, 8, 201088, s, experts=128, top_k=4, expert_ffn=2880, attn_head_dim=64, window=w,

@@ -50,8 +50,8 @@ def test_issue_bound_with_each_kernels_own_host_time():
 @pytest.mark.parametrize("par, key", [(ParallelSpec(dp=4, ep=4, moe_dispatcher="deepep"), "parallel.moe_dispatcher"),
                                       (ParallelSpec(dp=4, ep=4, moe_a2a_overlap=True), "parallel.moe_a2a_overlap")])
 def test_local_spec_refuses_the_dispatchers_its_host_model_does_not_price(par, key):
-    from simcluster.llm.framework import check_framework
     from simcluster.llm.spec import LlmConfigError
+    from simcluster.llm.spec_check import check_framework
 
     with pytest.raises(LlmConfigError) as err:
         check_framework(par, MEGATRON_LOCAL)

@@ -170,7 +170,7 @@ def test_capacity_padding_has_no_dispatcher_sync_and_the_old_model_priced_one():
     before session 51 priced the sync there too (heldout/registration.moedev51_off); a published file states the padding
     (reference/llm: read only where given, so no other row's assumptions list grows)."""
     from simcluster.heldout.registration import moedev51_off
-    from simcluster.reference.llm import spec_of
+    from simcluster.reference.llm_specs import spec_of
 
     padded = ParallelSpec(dp=16, ep=16, moe_pad_to_capacity=True)
     assert moe_sync.applies(MEGATRON, ParallelSpec(dp=16, ep=16)) and not moe_sync.applies(MEGATRON, padded)

@@ -186,7 +186,8 @@ def test_dropout_masks_in_the_residual_adds_and_the_activations():
 def test_published_files_name_the_options_per_row():
     from simcluster.errors import SimclusterError
     from simcluster.published import read_published
-    from simcluster.reference.llm import framework_of, llm_usage, spec_of
+    from simcluster.reference.llm import framework_of, llm_usage
+    from simcluster.reference.llm_specs import spec_of
 
     nemo = read_published("calibration/published/llm-nemo-24.07-dgx-h100-fp8.yaml", "published-llm-run")
     names = {run["model"]["name"]: framework_of(nemo, run).name for run in nemo.runs}

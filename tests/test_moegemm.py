@@ -95,7 +95,8 @@ OFF_GRID_LATER = {"llm-megatron-moe-modelzoo-mixtral-8x22b-h100", "llm-megatron-
 def expert_gemms(path):
     """(op name, its forward / dgrad / wgrad shapes, experts, dtype) of every expert GEMM of the file's MoE rows."""
     from simcluster.published import read_published
-    from simcluster.reference.llm import llm_usage, spec_of
+    from simcluster.reference.llm import llm_usage
+    from simcluster.reference.llm_specs import spec_of
 
     ref = read_published(path, "published-llm-run")
     usage = llm_usage(ref)

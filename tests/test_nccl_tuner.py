@@ -153,11 +153,12 @@ def test_fabric_prices_small_messages_at_ll_and_follows_nccl():
     forced = predict_fabric(cluster, "all_reduce", 4096, algorithm="tree")
     assert forced.protocol == "LL"            # forcing the algorithm keeps NCCL's protocol for it
     ll = small.time_s
-    from simcluster.collectives.fabric import FabricCall, Tree, _nvlink_rate
+    from simcluster.collectives.fabric import Tree
+    from simcluster.collectives.fabric_call import FabricCall, nvlink_rate
     from simcluster.collectives.ring_flows import ring_flows
 
     flows = ring_flows(cluster)
-    call = FabricCall(cluster, "all_reduce", 4096, flows.node_rate_Bps, _nvlink_rate(cluster), small.breakdown["step_latency_inter_s"], flows)
+    call = FabricCall(cluster, "all_reduce", 4096, flows.node_rate_Bps, nvlink_rate(cluster), small.breakdown["step_latency_inter_s"], flows)
     assert Tree().time(call, "Simple")[0] > ll       # Simple's steps cost more than LL's at 4 KiB
     large = predict_fabric(cluster, "all_reduce", 2**32)
     assert large.protocol == "Simple"

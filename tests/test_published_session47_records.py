@@ -48,7 +48,8 @@ def test_bridge_25_09_row(i, ga):
     attention) within 1%: a mistyped figure or dimension fails it (review A47 item 9; it was a pin of the printed ratio)."""
     from simcluster.llm.predict import model_flops_per_step
     from simcluster.published import read_published
-    from simcluster.reference.llm import llm_usage, spec_of
+    from simcluster.reference.llm import llm_usage
+    from simcluster.reference.llm_specs import spec_of
 
     run = BRIDGE["runs"][i]
     par, batch, meas = run["parallel"], run["batch"], run["measured"]

@@ -72,7 +72,7 @@ def test_the_held_out_set_parses_and_compares_the_rows_it_made_comparable():
 
 
 def test_filled_model_keys_never_replace_what_the_source_prints():
-    from simcluster.reference.llm import filled_model
+    from simcluster.reference.llm_specs import filled_model
 
     used: list[str] = []
     assumed = {"ffn_per_hidden": 4, "models": {"X": {"layers": 7, "vocab": 100, "from": "a recipe"}}}

@@ -175,7 +175,7 @@ def test_current_scaling_fp8_pays_no_amax_all_reduce():
     fp8_scaling "current", and amax_syncs charges it nothing; delayed scaling (the default) is charged."""
     from simcluster.llm.framework import MEGATRON
     from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec
-    from simcluster.reference.llm import FP8_SCALING, precision_of
+    from simcluster.reference.llm_specs import FP8_SCALING, precision_of
 
     assert precision_of("FP8-CS") == "fp8" and FP8_SCALING["fp8-cs"] == "current"
     par = ParallelSpec(tp=8, pp=8, dp=32, cp=1, virtual_stages=12)

@@ -221,7 +221,8 @@ def test_published_eager_trainers_refuse_cp_rather_than_price_megatrons_ring(tmp
     against framework torch's 0.825 s), with no caveat: refused at parallel.cp, pointing at framework torch."""
     from simcluster import scenario
     from simcluster.errors import SimclusterError
-    from simcluster.llm.framework import FRAMEWORKS, check_framework
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.spec_check import check_framework
 
     with pytest.raises(LlmConfigError, match="parallel.cp: framework .*context parallelism is not modelled"):
         check_framework(ParallelSpec(cp=2), FRAMEWORKS[name])
@@ -241,7 +242,7 @@ def test_mla_under_torch_cp_is_refused_at_parallel_cp(tmp_path):
     """cold read D (11): torch_cp sizes K and V with model.head_dim (MLA's v_head_dim ignored): refused, not mispriced."""
     from simcluster import scenario
     from simcluster.errors import SimclusterError
-    from simcluster.llm.framework import check_model_framework
+    from simcluster.llm.spec_check import check_model_framework
 
     mla = TransformerSpec(16, 2048, 8192, 16, 16, 128256, 32768, tied_embeddings=True, attn_head_dim=128,
                           q_lora_rank=1536, kv_lora_rank=512, qk_rope_dim=64, v_head_dim=128)

@@ -112,12 +112,12 @@ def test_in_network_aggregation_pipelines_its_stages_and_refuses_a_slower_switch
     scenario = ROOT / "scenarios" / "whatif" / "in-network-aggregation.yaml"
     label, sc = load_variants(scenario)[1]
     cluster = build_cluster(sc.machine)
-    from simcluster.collectives.fabric import FabricCall, _nvlink_rate
+    from simcluster.collectives.fabric_call import FabricCall, nvlink_rate
     from simcluster.collectives.ring_flows import ring_flows
 
     flows = ring_flows(cluster)
     for size in (COLLNET_CHUNK_BYTES // 4, 64 * COLLNET_CHUNK_BYTES):
-        call = FabricCall(cluster, "all_reduce", size, flows.node_rate_Bps, _nvlink_rate(cluster), cluster.nic.latency_s, flows)
+        call = FabricCall(cluster, "all_reduce", size, flows.node_rate_Bps, nvlink_rate(cluster), cluster.nic.latency_s, flows)
         total, d = InNetwork().time(call)
         stages = d["node_stage_s"] + d["switch_s"]   # the in-node reduce and broadcast share NVLink: one stage (issue 41)
         if size <= COLLNET_CHUNK_BYTES:

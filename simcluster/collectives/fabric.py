@@ -27,20 +27,29 @@ force an algorithm. alltoall and sendrecv across nodes run on NCCL's point-to-po
 each GPU's remote bytes through its own NIC, the fabric's share from the alltoall's routes, collectives/alltoall.py),
 not as a ring. Every answer names the limit that binds it (`binding_limit` in its breakdown: the bandwidth term
 that takes longest - NVLink, NVLS, NCCL's tree and NVLS-tree kernels, the NIC, the PCIe path, a fabric link, the switch tree -
-or 'latency' where the fixed terms take longer). docs/models/fabric.md has every term.
+or 'latency' where the fixed terms take longer). The call each algorithm prices (`FabricCall`) and its per-protocol
+terms (data fraction, step latencies, LL's ceiling): collectives/fabric_call.py. docs/models/fabric.md has every term.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from simcluster.collectives.alltoall import p2p_rounds, unit_link_load
 from simcluster.collectives.cluster import Cluster
+from simcluster.collectives.fabric_call import (
+    DATA_FRACTION,
+    LARGE,
+    FabricCall,
+    network_name,
+    nvlink_rate,
+    protocol_terms,
+    step_latencies,
+)
 from simcluster.collectives.in_network import InNetwork
 from simcluster.collectives.limits import NVLINK, NVLS, NVLS_TREE_KERNEL, PIPELINE_FILL, binding
 from simcluster.collectives.model import FabricPrediction, predict
-from simcluster.collectives.nccl_constants import HW_LAT_US, LL_MAX_BW, LL_MAX_BW_CPU, TUNED_OPS
+from simcluster.collectives.nccl_constants import TUNED_OPS
 from simcluster.collectives.nccl_search import graphs
 from simcluster.collectives.nccl_tuner import best_protocol as nccl_best_protocol
 from simcluster.collectives.nccl_tuner import call_channels, decide
@@ -52,100 +61,14 @@ from simcluster.collectives.pipeline_fill import (
     tree_chunk_bytes,
     tree_stages_s,
 )
-from simcluster.collectives.rendezvous import rendezvous_s
 from simcluster.collectives.ring_flows import RingFlows, ring_flows
 from simcluster.collectives.schedule import bus_factor, canonical_op, tree_depth, tree_node_load
 from simcluster.collectives.tree_kernel import nvls_tree_kernel_algbw, tree_ceiling
 from simcluster.errors import SimclusterError
 
-LARGE = 2**30  # bytes: the size at which the intra card's busbw stands for the NVLink rate
-
 
 def _intra_time(cluster: Cluster, op: str, size: float) -> float:
     return predict(cluster.intra, op, max(1, int(size)), cluster.gpus_per_node).time_s if cluster.gpus_per_node > 1 else 0.0
-
-
-def _nvlink_rate(cluster: Cluster) -> float:
-    g = max(2, cluster.gpus_per_node)
-    return predict(cluster.intra, "all_reduce", LARGE, g).busbw_Bps
-
-
-@dataclass(frozen=True)
-class FabricCall:
-    """One collective call across nodes, with the rates every algorithm prices it from."""
-
-    cluster: Cluster
-    op: str
-    size_bytes: float
-    b_net: float               # a node's network rate on the ring step (sum over rails), bytes/s
-    b_nvl: float               # the NVLink busbw of a large all_reduce inside a node, bytes/s
-    l_nic: float               # one network hop: NIC latency + path latency, s
-    flows: RingFlows
-
-    def l_step(self, protocol: str = "Simple") -> float:
-        """One network step of a protocol: the hops on its critical path, each l_nic. LL's small messages go in one;
-        Simple and LL128 in the NIC card's `step_operations` (1 on every shipped card; for EFA, aws-ofi-nccl's RDMA
-        protocol would put the receiver's control message and the RDMA write on it, 2, tried and not adopted:
-        fabric-findings.md, session 28; no receive-side flush on compute capability >= 9.0)."""
-        return self.l_nic * (1.0 if protocol == "LL" else self.cluster.nic.step_operations)
-
-    def rendezvous(self, algo: str | None, protocol: str, size: float | None = None) -> float:
-        """The first control message a call waits for above the NIC's eager limit (collectives/rendezvous.py), s."""
-        return rendezvous_s(self.cluster, self.l_nic, self.op, algo, protocol, self.size_bytes if size is None else size)
-
-    @property
-    def n(self) -> int:
-        return self.cluster.ranks
-
-    @property
-    def nodes(self) -> int:
-        return self.cluster.nodes
-
-    @property
-    def base(self) -> float:
-        return self.cluster.intra.base_latency_s
-
-    @property
-    def intra_step(self) -> float:
-        return self.cluster.intra.simple_step_latency_s
-
-
-# Bytes of data per byte a protocol puts on the link: LL sends 8-byte lines with 4 bytes of data and a flag,
-# LL128 128-byte lines with 120 bytes of data, Simple the data alone.
-DATA_FRACTION = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
-PROTOCOL_INDEX = {"LL": 0, "LL128": 1, "Simple": 2}
-
-
-def step_latencies(call: FabricCall, algo: str, protocol: str) -> tuple[float, float]:
-    """(intra-node step, inter-node step) latency of one protocol. Inside a node: NCCL's NVLink step latency for
-    LL / LL128 (tuning.cc hwLatencies), the intra card's Simple step for Simple (as fitted). Across nodes: the
-    network hop (NIC card latency + path), at least NCCL's NET step latency of the protocol (its proxy and flush)."""
-    p = PROTOCOL_INDEX[protocol]
-    intra = call.intra_step if protocol == "Simple" else HW_LAT_US["nvlink"][algo][p] * 1e-6
-    inter = max(call.l_step(protocol), HW_LAT_US["net"][algo][p] * 1e-6)
-    return intra, inter
-
-
-def ll_cap_Bps(call: FabricCall) -> float:
-    """NCCL's ceiling on LL's bus bandwidth (llMaxBws): the GPU's row inside one node, the CPU's across nodes."""
-    cluster = call.cluster
-    i2 = 0 if call.nodes == 1 else 1 if call.nodes == 2 else 2
-    row = LL_MAX_BW[cluster.arch] if call.nodes == 1 else LL_MAX_BW_CPU[cluster.cpu_vendor]
-    return row[i2] * 1e9
-
-
-def network_name(call: FabricCall) -> str:
-    return call.flows.limit or "network"
-
-
-def protocol_terms(call: FabricCall, terms: dict[str, float], bus_bytes: float, protocol: str) -> tuple[float, dict]:
-    """(data time, named terms) of a protocol over Simple's named bandwidth terms: each over the protocol's data
-    fraction, LL also at least NCCL's LL ceiling."""
-    f = DATA_FRACTION[protocol]
-    named = {k: v / f for k, v in terms.items()}
-    if protocol == "LL":
-        named["LL protocol ceiling (NCCL llMaxBws)"] = bus_bytes / ll_cap_Bps(call)
-    return max(named.values()), named
 
 
 P2P_OPS = ("sendrecv", "alltoall")
@@ -385,7 +308,7 @@ def predict_fabric(cluster: Cluster, op: str, size_bytes: int, algorithm: str | 
     for this topology (collectives/nccl_tuner.py), or the algorithm asked for at `protocol`, else NCCL's for it."""
     flows = flows or ring_flows(cluster)
     l_nic = cluster.nic.latency_s + flows.path_latency_s
-    call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, _nvlink_rate(cluster), l_nic, flows)
+    call = FabricCall(cluster, canonical_op(op), size_bytes, flows.node_rate_Bps, nvlink_rate(cluster), l_nic, flows)
     models = {a.name: a for a in ALGORITHM_MODELS if a.applies(call)}
     if algorithm is not None and algorithm not in models:
         raise SimclusterError(f"algorithm {algorithm!r} does not apply to {call.op} on {call.nodes} nodes",

@@ -1,7 +1,7 @@
 """In-network aggregation across nodes (`InNetwork`, one of collectives/fabric.py's algorithms): the node's own
 reduce and broadcast over NVLink (or NVLink SHARP) and each NIC's share up and down a tree of aggregating switches
 (hardware/switch.py), pipelined over chunks as NCCL's CollNet runs them. docs/models/fabric.md, "Collectives across
-nodes" and "Tiers and aggregation trees". `call` below is a fabric.FabricCall, `cluster` a fabric.Cluster.
+nodes" and "Tiers and aggregation trees". `call` below is a fabric_call.FabricCall, `cluster` a fabric.Cluster.
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def tree_ceiling(cluster, protocol: str) -> tuple[float, str]:
 def nvls_tree_kernel_algbw(call) -> float:
     """NCCL's ceiling on the NVLS-tree kernel (tuning.cc perChMaxNVLSTreeBws: per channel 57.7 GB/s at 2 nodes,
     45.5 beyond, Hopper), times the NVLS head channels, as an algorithm bandwidth (busbw x n / 2(n-1)); `call` a
-    collectives/fabric.FabricCall."""
+    collectives/fabric_call.FabricCall."""
     topo = call.cluster.nccl_topology
     heads = graphs(topo)["NVLSTree"].channels or call.cluster.gpus_per_node
     i2 = 1 if call.nodes == 2 else 2

@@ -132,7 +132,8 @@ def layer_keys(path: Path, held_out_only: bool = True) -> list[tuple[int, tuple,
     Rows not compared, or whose spec the reader refuses, are left out; held-out rows only unless told."""
     from simcluster.llm import ops
     from simcluster.published import read_published
-    from simcluster.reference.llm import llm_usage, spec_of
+    from simcluster.reference.llm import llm_usage
+    from simcluster.reference.llm_specs import spec_of
     from simcluster.runner.moerouter_grid import score_function
 
     ref = read_published(path, "published-llm-run")

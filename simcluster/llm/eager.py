@@ -31,7 +31,7 @@ device_run.sh). Composed (issue 44; unvalidated where no run measured them, docs
                    its weights cast again under the recomputation's own autocast; only the block's fp32 input kept
                    (memory._checkpointed_live: the peak of the forward's end, the backward's start, one block's recompute)
   recompute_every N  (with full) every N-th block checkpointed, torchtitan's layer policy; recompute op: torchtitan's
-                   op-level policy (llm/eager_ac.py); single GPU or dp only (framework.check_framework); host cost: the ckpt mode's per kernel of the
+                   op-level policy (llm/eager_ac.py); single GPU or dp only (spec_check.check_framework); host cost: the ckpt mode's per kernel of the
                    checkpointed blocks, the single mode's for the plain ones (every N), per step blended by their share
                    floor(L / N) / L (work._host_step_s); op: the op mode's own fit (hidden-128 runs with --ac-mode op:
                    the SAC cache's Python dispatch per aten op) split per phase, forward dearer than backward

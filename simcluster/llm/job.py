@@ -38,7 +38,7 @@ from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
 from simcluster.llm import eager, eager_ac, moe_router_term
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.compiled import check_compiled
-from simcluster.llm.framework import FRAMEWORKS, check_framework, check_model_framework
+from simcluster.llm.framework import FRAMEWORKS
 from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
     FP8_SCALINGS,
@@ -51,7 +51,7 @@ from simcluster.llm.spec import (
     ParallelSpec,
     TransformerSpec,
 )
-from simcluster.llm.spec_check import check
+from simcluster.llm.spec_check import check, check_framework, check_model_framework
 from simcluster.units import parse_count
 
 FRAMEWORK_NAMES = (*(n for n in FRAMEWORKS if n != "torch-amp"), "torch")   # torch-amp: torch's base, without its wrappers

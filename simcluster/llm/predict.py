@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from simcluster.llm import attention_kernels, clock, comm, eager_ac, host_bound, hsdp, launch_backlog, scaleout
 from simcluster.llm.caveats import caveats, notes
-from simcluster.llm.framework import MEGATRON, FrameworkSpec, check_framework, check_model_framework
+from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.maxplus import evaluate_iteration
 from simcluster.llm.memory import memory_per_gpu
 from simcluster.llm.simulate import simulate_iteration
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-from simcluster.llm.spec_check import check
+from simcluster.llm.spec_check import check, check_framework, check_model_framework
 from simcluster.llm.work import build_work
 from simcluster.perfetto import chrome_trace
 from simcluster.trust.band import annotate

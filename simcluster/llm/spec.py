@@ -30,7 +30,7 @@ MLPS = ("swiglu", "gelu")
 # copies is its own message) or deepep (DeepEP's / HybridEP's node-deduplicated dispatch, Megatron's `flex` dispatcher:
 # one copy per remote node over the NIC, then NVLink inside that node; llm/comm.py)
 MOE_DISPATCHERS = ("alltoall", "deepep")
-# a published file's MoE switches (reference/llm.spec_of): the overlaps default off; capacity padding read only where stated
+# a published file's MoE switches (reference/llm_specs.spec_of): the overlaps default off; capacity padding read only where stated
 MOE_SWITCHES, MOE_STATED = ("moe_shared_expert_overlap", "moe_a2a_overlap", "moe_pad_to_capacity"), ("moe_pad_to_capacity",)
 PP_SCHEDULES = ("1f1b", "gpipe")   # pipeline schedules: (interleaved) 1F1B, or GPipe (all forwards, then all backwards)
 PRECISIONS = ("bf16", "fp8")

@@ -1,8 +1,12 @@
 """The cross-checks between a transformer, its parallel split, its batch and the machine's GPU count (llm/spec.py's
-types): the first failure is an LlmConfigError naming the scenario key (the job reader turns it into file:line)."""
+types), and between those and the training code (llm/framework.FrameworkSpec: a setting its code does not have is
+refused, not ignored): the first failure is an LlmConfigError naming the scenario key (the job reader turns it into
+file:line)."""
 
 from __future__ import annotations
 
+from simcluster.llm import grad_sync
+from simcluster.llm.framework import FrameworkSpec
 from simcluster.llm.spec import BatchSpec, LlmConfigError, ParallelSpec, TransformerSpec
 
 
@@ -57,3 +61,61 @@ def check(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpus: int
     m = batch.micro_batches(par.dp)
     if par.virtual_stages > 1 and m % par.pp:
         raise LlmConfigError("global_batch", f"interleaved 1F1B needs micro-batches ({m}) divisible by pp ({par.pp})")
+
+
+def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> None:
+    """A model feature the framework's ops do not have is refused, not ignored: the eager decoder (the llm-step runner's)
+    has no experts and no sliding window; Megatron's unfused attention core computes the full s x s scores."""
+    if framework.eager and (model.window_share or model.moe):
+        key, what = ("model.window", "sliding-window attention") if model.window_share else ("model.experts", "mixture of experts")
+        raise LlmConfigError(key, f"framework {framework.name} (the llm-step runner's decoder) has no {what}",
+                             hint="use a Megatron framework")
+    if framework.torch_cp and model.mla:   # torch_cp is set only with cp > 1 (llm/eager.torch_framework)
+        raise LlmConfigError("parallel.cp", "framework torch: context parallelism with multi-head latent attention is not "
+                             "modelled (llm/torch_cp.py sizes K and V with one head size; MLA's v_head_dim differs)",
+                             hint="cp: 1, or framework: megatron")
+    if framework.attention == "unfused" and model.window_share:
+        raise LlmConfigError("model.window", f"framework {framework.name} runs the unfused attention core over the full "
+                             "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
+
+
+def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
+    """A parallel setting the framework's code does not have is refused, not ignored. Context parallelism in an eager
+    framework other than torch's (torchtitan-fsdp2, composer-fsdp, fms-fsdp) would be priced by Megatron's ring model
+    (ops._attention_core), not its code; llm/torch_cp.py prices torch's context_parallel with DDP over dp x cp, and
+    torchtitan's FSDP2 shards over dp x cp (its gathers and reduce-scatters beside the ring, not examined): refused."""
+    if par.cp > 1 and framework.eager and not framework.torch_cp:
+        raise LlmConfigError("parallel.cp", f"framework {framework.name}: context parallelism is not modelled for it "
+                             "(Megatron's ring would price it, not its code)",
+                             hint="framework: torch prices torch's context_parallel (DDP over dp x cp, llm/torch_cp.py)")
+    if par.pp_schedule == "gpipe" and not framework.eager:
+        raise LlmConfigError("parallel.pp_schedule", f"framework {framework.name} runs (interleaved) 1F1B, not GPipe "
+                             "(torch.distributed.pipelining's ScheduleGPipe)", hint="pp_schedule: 1f1b, or framework: torch")
+    if not framework.eager and (par.recompute == "op" or par.recompute_every > 1):
+        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
+        raise LlmConfigError(key, f"framework {framework.name}: op-level and every-N-th-block checkpointing are eager "
+                             "PyTorch's (torch.utils.checkpoint, torchtitan's policies)", hint="framework: torch, or "
+                             "recompute: selective with recompute_modules")
+    if (par.recompute == "op" or par.recompute_every > 1) and (par.tp > 1 or par.pp > 1):
+        key = "parallel.recompute" if par.recompute == "op" else "parallel.recompute_every"
+        raise LlmConfigError(key, "op-level and every-N-th-block checkpointing are modelled on one GPU or data parallel "
+                             "only (no tp, no pp)", hint="recompute: full")
+    if framework.moe_host is not None and (par.moe_dispatcher != "alltoall" or par.moe_a2a_overlap):
+        key = "parallel.moe_dispatcher" if par.moe_dispatcher != "alltoall" else "parallel.moe_a2a_overlap"
+        raise LlmConfigError(key, f"framework {framework.name} prices the host around the alltoall dispatcher's sync "
+                             "only (its MoE layer as the local spec runs it, no A2A overlap)",
+                             hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
+    grad_sync.check(par, framework.eager, framework.name)
+    if par.shard < par.dp and not framework.hybrid_shard:
+        raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
+                             "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
+                             "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
+                             "or dp_shard: dp")
+    if par.shard < par.dp and par.tp > 1 and framework.name != "torchtitan-fsdp2":   # FSDP1's groups: the node's GPUs
+        raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP with tp > 1 is modelled for torchtitan-fsdp2 "
+                             "only (its 2-D mesh beside TP; fms-fsdp's and Composer's HYBRID_SHARD groups are a node's GPUs, "
+                             "which TP groups would split)",
+                             hint="tp: 1, or framework: torchtitan-fsdp2")
+    if par.overlap_param_gather and framework.grad_reduce_after_backward:
+        raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
+                             "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")
