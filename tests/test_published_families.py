@@ -214,8 +214,11 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     assert by["Megatron/NeMo"]["source_rows"]["llm-nvidia-selene"] == 3   # MT-NLG's rows, one machine with Narayanan 2021's
     assert by["Megatron/NeMo"]["source_rows"]["llm-megatron-llama-alibaba-a100"] == 2
     fsdp = by["FSDP/ZeRO"]
-    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (21, 3, "met", 18)
-    assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 4
+    # Session 54 zero54: Crusoe Cloud's torchtitan table (llm-crusoe, 8 rows, predicted once: 5 within) -- 29 over 4,
+    # 23 within (79%): not met, one row short of 80% (21 over 3, 18 within, met on 4 rows outside KempnerForge before)
+    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (29, 4, "not met", 23)
+    assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 12
+    assert fsdp["source_rows"]["llm-crusoe"] == 8
     assert fsdp["source_rows"]["llm-awsome-torchtitan"] == 1   # the awsome repository's torchtitan test case (R2 by authorship, the lead after mendC53)
     # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping
     # (KempnerForge's two files, config-validation 3 rows and fsdp2 14, counted apart would read met); after the merge it
