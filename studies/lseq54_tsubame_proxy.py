@@ -15,14 +15,23 @@ The rule was committed with the file before this ran (its simcluster.note): the 
 decides (> +3%: the fast-with-length shape on H100 too; -3..+3%: absent; < -3%: the model slow with length); the 16K
 cells that repeat another 16K cell's value (possible copy slips, the file's notes) are left out of every pair.
     python studies/lseq54_tsubame_proxy.py
+
+A sensitivity written after that one print (not part of the rule): --nvlink-scale R predicts the rows again with the
+stand-in NVLink card's bandwidth and chunks multiplied by R (as models/collective/a100-nvlink-derived.yaml derives its
+card from the same H200 card; latencies kept), for a 4-GPU board slower than the NVSwitch-measured card -- a fully
+connected 4-GPU H100 board gives each pair 6 of a GPU's 18 links, R = 1/3 for a two-rank ring -- and prints the pairs.
+    python studies/lseq54_tsubame_proxy.py --nvlink-scale 0.3333
 """
 
 from __future__ import annotations
 
 import statistics
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -35,16 +44,36 @@ from simcluster.reference.llm import llm_usage, predict_run  # noqa: E402
 from simcluster.script_args import ArgumentParser  # noqa: E402
 
 FILE = ROOT / "calibration" / "published" / "llm-fujii-4d-tsubame4-h100-94gb.yaml"
+NVLINK = ROOT / "models" / "collective" / "h200x4-nvlink.yaml"   # the file's stand-in NVLink card
 DECIDING_GPUS = 8          # the rule's pairs: one or two 4-GPU nodes
 BAND = 0.03                # the rule's +-3%
 
 
-def rows() -> list[dict]:
-    """Every row predicted once on the stand-in machine: layout key, measured / predicted TFLOP/s, attention share."""
+def scaled_nvlink(scale: float, folder: Path) -> Path:
+    """The stand-in NVLink card with its link bandwidth and every protocol's chunk multiplied by `scale` (module
+    docstring), written into `folder`; its path."""
+    card = yaml.safe_load(NVLINK.read_text())
+    params = card["params"]
+    assert params["link_bandwidth"] == "10TB/s", params["link_bandwidth"]
+    params["link_bandwidth"] = f"{10 * scale:.4g}TB/s"
+    for proto in params["protocols"].values():
+        assert proto["chunk"].endswith(("KiB", "MiB")), proto["chunk"]
+        kib = float(proto["chunk"][:-3]) * (1024 if proto["chunk"].endswith("MiB") else 1)
+        proto["chunk"] = f"{kib * scale:.2f}KiB"
+    card["name"] = f"h200x4-nvlink-x{scale:.4g}"
+    path = folder / f"{card['name']}.yaml"
+    path.write_text(yaml.safe_dump(card, sort_keys=False))
+    return path
+
+
+def rows(nvlink: Path | None = None) -> list[dict]:
+    """Every row predicted once on the stand-in machine (its NVLink card `nvlink` where given): layout key, measured /
+    predicted TFLOP/s, attention share."""
     ref = read_published(FILE, "published-llm-run")
     usage_all = {k: v for k, v in ref.usage.items() if k != "runs_not_compared"}
     ref = replace(ref, usage=usage_all)
     usage = llm_usage(ref)
+    usage = replace(usage, nvlink_card=nvlink) if nvlink else usage
     out = []
     for i, run in enumerate(ref.runs):
         p = predict_run(ref, usage, i, run)
@@ -65,8 +94,44 @@ def repeated_16k(table: list[dict]) -> set[int]:
     return {r["i"] for r in table if r["seq"] == 16384 and values.count(r["meas"]) > 1}
 
 
+def pairs_of(table: list[dict], left_out: set[int]) -> list[tuple[dict, dict, float]]:
+    """(8K row, 16K row, r) per pair of cells with the same layout and GPU count (module docstring)."""
+    short = {r["key"]: r for r in table if r["seq"] == 8192}
+    out = []
+    for b in table:
+        if b["seq"] == 16384 and b["key"] in short and b["i"] not in left_out:
+            a = short[b["key"]]
+            out.append((a, b, (b["pred"] / a["pred"]) / (b["meas"] / a["meas"]) - 1))
+    return out
+
+
+def sensitivity(scale: float) -> None:
+    """The pairs again on the NVLink card scaled by `scale` (module docstring): r per pair beside the file's card's."""
+    with tempfile.TemporaryDirectory() as folder:
+        scaled = rows(scaled_nvlink(scale, Path(folder)))
+    base = rows()
+    left_out = repeated_16k(base)
+    print(f"# sensitivity (after the one print, not the rule): NVLink card bandwidth and chunks x {scale:.4g}; r per pair "
+          "on the file's card and on the scaled one, and the 8K / 16K errors on the scaled one")
+    print(f"{'(tp,cp,pp,mb)':<14} {'gpus':>4} {'r card':>7} {'r scaled':>8} {'err 8K':>7} {'err 16K':>7}")
+    deciding = []
+    for (a, _, r), (sa, sb, sr) in zip(pairs_of(base, left_out), pairs_of(scaled, left_out), strict=True):
+        tp, cp, pp, mb, g = a["key"]
+        deciding += [sr] if g <= DECIDING_GPUS else []
+        print(f"{f'({tp},{cp},{pp},{mb})':<14} {g:>4} {r * 100:>+6.1f}% {sr * 100:>+7.1f}% {sa['err'] * 100:>+6.1f}% "
+              f"{sb['err'] * 100:>+6.1f}%")
+    print(f"# scaled card: median r over the pairs on <= {DECIDING_GPUS} GPUs {statistics.median(deciding) * 100:+.1f}%")
+
+
 def main(argv: list[str]) -> int:
-    ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)   # no arguments: an unknown one is refused in one line
+    parser = ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nvlink-scale", type=float, default=None, help="the sensitivity (module docstring), e.g. 0.3333")
+    args = parser.parse_args(argv)
+    if args.nvlink_scale is not None:
+        if not 0 < args.nvlink_scale <= 1:
+            parser.error(f"--nvlink-scale: expected a factor in (0, 1], got {args.nvlink_scale}")
+        sensitivity(args.nvlink_scale)
+        return 0
     table = rows()
     left_out = repeated_16k(table)
     print("# every row on the stand-in (H100 SXM5 80GB card; not TSUBAME's 94GB part): TFLOP/s per GPU measured / predicted "
@@ -83,17 +148,14 @@ def main(argv: list[str]) -> int:
         print(f"# {seq}: {len(errs)} rows, mean error {statistics.mean(errs) * 100:+.1f}%, median "
               f"{statistics.median(errs) * 100:+.1f}%, mean |error| {statistics.mean(abs(e) for e in errs) * 100:.1f}%")
     print()
-    short = {r["key"]: r for r in table if r["seq"] == 8192}
-    pairs = [(short[r["key"]], r) for r in table if r["seq"] == 16384 and r["key"] in short and r["i"] not in left_out]
     print("# pairs (same layout and GPU count): measured and predicted 16K / 8K TFLOP/s ratios, r = predicted ratio / "
           "measured ratio - 1 (+ = the model gains more from the longer sequence than the runs did)")
     print(f"{'(tp,cp,pp,mb)':<14} {'gpus':>4} {'meas 8K':>8} {'meas 16K':>8} {'m ratio':>7} {'p ratio':>7} {'r':>7} "
           f"{'attn 8K':>7} {'attn 16K':>8}")
     rs, deciding = [], []
-    for a, b in pairs:
+    for a, b, r in pairs_of(table, left_out):
         tp, cp, pp, mb, g = a["key"]
         m_ratio, p_ratio = b["meas"] / a["meas"], b["pred"] / a["pred"]
-        r = p_ratio / m_ratio - 1
         rs.append(r)
         if g <= DECIDING_GPUS:
             deciding.append(r)
