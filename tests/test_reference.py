@@ -90,6 +90,10 @@ SESSION53_SET = {"h100-ib-x2-x4-nccltests309-tables": 16,   # session 53 (fabpub
                  # once at 937849cd; one source_group with h100-ib-x2-x4-nccltests309 (the same two runs' prose peaks)
                  "aws-p5-x4-x8-epbackend-alltoall": 2}   # session 53 (xa2a53): AWS's EP-comparison alltoall at 64 MiB, recorded
 # with the expectation before its first print (not blind: moe53 read the figures and the model's for them)
+SESSION54_SET = {"b200-ib-x2-mit-engaging-ubuntu": 20,   # session 54 (fabpub54): MIT ORCD Engaging's B200 pairs, recorded at
+                 "b200-ib-x2-mit-engaging-rocky": 20,    # 3eca7349 with the expectation per row (Ubuntu blind; Rocky blind but
+                 "h100-ib-x2-mghpcc-dgx": 9}    # its 16 GiB rows), predicted once at a6ca56a3; one source_group
+# (mit-orcd-engaging-b200); the MGHPCC DGX H100 notes recorded at 30078249 (blind), predicted once at 863d539c
 SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
                            "oci-gb300-quickstart", "oci-b300-x2-quickstart")   # session 49: no GB300 / B300 card
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
@@ -143,7 +147,10 @@ def test_published_multi_node_validation_does_not_regress():
                 "azure-ndv5-h100-x2-azcluster": 0.009, "azure-ndv5-h200-x2-azcluster": 0.048,   # session 51: at 0b64781a
                 "crusoe-h200-ib-x2-cmk": 0.054,   # session 51: at 47710100 (the model slow on H200 as on CoreWeave / Azure)
                 "h100-ib-x2-x4-nccltests309-tables": 0.029,   # session 53: at 937849cd (2 nodes -1.5..-4.4%, 4 nodes -10.1..+3.0%)
-                "aws-p5-x4-x8-epbackend-alltoall": 0.316}   # session 53 (xa2a53): at a97ea401 (alltoall 64 MiB +33.0 / +30.2%)
+                "aws-p5-x4-x8-epbackend-alltoall": 0.316,   # session 53 (xa2a53): at a97ea401 (alltoall 64 MiB +33.0 / +30.2%)
+                "b200-ib-x2-mit-engaging-ubuntu": 1.161,   # session 54 (fabpub54): at a6ca56a3 (all_reduce +174..+378%: the NVLS
+                "b200-ib-x2-mit-engaging-rocky": 1.730,    # tree priced, a third of it measured; ring rows at >= 1 GiB +2..+26%)
+                "h100-ib-x2-mghpcc-dgx": 0.771}   # session 54: at 863d539c (2-16 GiB -2.6..+3.7%, 64 MiB-1 GiB +30..+355%)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
@@ -152,7 +159,7 @@ def test_published_multi_node_validation_does_not_regress():
                                                                    | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET)
                                                                    | set(SESSION42_SET) | set(SESSION46_SET)
                                                                    | set(SESSION47_SET) | set(SESSION49_SET) | set(SESSION51_SET)
-                                                                   | set(SESSION53_SET)) - EXCLUDED
+                                                                   | set(SESSION53_SET) | set(SESSION54_SET)) - EXCLUDED
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -167,7 +174,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     v = validate_published_nccl()
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
                          | SESSION40_SET | SESSION41_SET | SESSION42_SET | SESSION46_SET | SESSION47_SET
-                         | SESSION49_SET | SESSION51_SET | SESSION53_SET).items():
+                         | SESSION49_SET | SESSION51_SET | SESSION53_SET | SESSION54_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT | SESSION44_OCI_DEVELOPMENT).get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
