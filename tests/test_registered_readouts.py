@@ -55,7 +55,7 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/lseq52.py", "h200x1-lseq52-2026-12-01"),
             ("validation/moonrouter52.py", "h200x1-moonrouter52-2026-12-01"),   # session 52's: measured figures only, byte for byte
             ("validation/moeker50.py", "h200x1-moeker50-2026-12-01"),
-            ("validation/moe54.py", "h200x1-moe54-2026-12-01")]   # session 54's one-GPU set: registered P / G, byte for byte   # session 50's: byte for byte (its 'after' is the
+            ("validation/moe54.py", "h200x1-moe54-2026-12-01")]   # session 54's one-GPU set: byte for byte   # session 50's: byte for byte (its 'after' is the
 #   table adopt50 ships, which its rebuild of session 49's table gives again: heldout/registration.moe_rows_then)
 
 

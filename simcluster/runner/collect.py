@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from simcluster import strict
-from simcluster.errors import SimclusterError
+from simcluster.errors import EXIT_PARTIAL, SimclusterError
 from simcluster.files import atomic_write, inside, lock, os_error, safe_name
 from simcluster.runner import host
 
-EXIT_OK, EXIT_PARTIAL = 0, 3
+EXIT_OK = 0   # every step ran; EXIT_PARTIAL (errors.py): something was skipped, named in the manifest
 
 
 @dataclass
