@@ -74,7 +74,7 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     _, _, _, error = _compared(ref, run, model, batch, result)
     meas, tokens = run["measured"], batch.global_batch * model.seq
     tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
-    printed = (meas["tflops_per_gpu"] or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
+    printed = (meas.get("tflops_per_gpu") or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
     ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
     measured_step = meas.get("step_time_s") or tokens / tokens_per_s
     return Row(model, par, batch, gpu, net, framework, result, error, ref.held_out(i), ratio, run["gpus"], measured_step)
