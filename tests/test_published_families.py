@@ -60,7 +60,8 @@ def test_a_family_meeting_the_numbers_on_one_source_prints_not_judged():
     # two sources of one row each: judged, but one row outside the largest source (session 50: thin, not met)
     assert fams["MoE"]["held_out"]["verdict"] == "thin" and not fams["MoE"]["held_out"]["meets_target"]
     assert _family_target(fams["MoE"]["held_out"]) == ("thin: one source carries it (1 row outside the largest source, 3 "
-                                                       "needed; largest source 1 of 2 rows)")
+                                                       "needed; 1 source outside the largest source, 2 needed; largest "
+                                                       "source 1 of 2 rows)")
 
 
 def _family(rows):
@@ -70,7 +71,7 @@ def _family(rows):
 def test_a_family_met_by_one_large_source_is_thin_not_met():
     """Issue 44 (session 50): FSDP/ZeRO read met with 17 of its 18 held-out rows from KempnerForge. A family meets the
     target only where the numbers also hold with each source weighing once and >= 3 rows (trust/thin.MIN_OTHER_ROWS)
-    come from sources other than the largest; else its verdict is "thin: one source carries it", whatever its pooled
+    come from >= 2 sources (MIN_OTHER_SOURCES, session 54) other than the largest; else its verdict is "thin: one source carries it", whatever its pooled
     numbers."""
     from simcluster.report.validation import _family_target
 
@@ -83,7 +84,17 @@ def test_a_family_met_by_one_large_source_is_thin_not_met():
     two = _family([*big, *(_row(x, 0.04, True, fam) for x in "abc")])   # three rows of three more sources: met
     assert two["verdict"] == "met" and two["meets_target"] and two["rows_outside_largest_source"] == 3
     assert two["each_source_once_mean_abs_error_pct"] == pytest.approx(3.5)
-    assert _family_target(two) == "yes (largest source 17 of 20 rows; each source once 3.5%, 100% within)"
+    assert _family_target(two) == ("yes (largest source 17 of 20 rows, 3 rows from 3 sources outside it; each source once "
+                                   "3.5%, 100% within)")
+    # session 54 (rule54, rule A, registered before its print): 3 rows outside the largest from ONE other source are thin
+    # (met by the session-50 rule, which counted rows only); from 2 sources (FSDP/ZeRO's shape today: 3 + 1) met
+    other = _family([*big, *(_row("a", 0.04, True, fam) for _ in range(3))])
+    assert other["rows_outside_largest_source"] == 3 and other["sources_outside_largest_source"] == 1
+    assert other["meets_numbers"] and other["verdict"] == "thin" and not other["meets_target"]
+    assert _family_target(other) == ("thin: one source carries it (1 source outside the largest source, 2 needed; largest "
+                                     "source 17 of 20 rows)")
+    fsdp = _family([*big, *(_row("a", 0.04, True, fam) for _ in range(3)), _row("b", 0.04, True, fam)])
+    assert fsdp["verdict"] == "met" and fsdp["sources_outside_largest_source"] == 2
     # the pooled numbers met by the large source, the small ones missing: each source once is 2 of 3 sources out
     bad = _family([*big, *big, *big[:6], *(_row(x, 0.15, True, fam) for x in ("a", "b") for _ in range(3))])   # 40 + 3 + 3
     assert bad["meets_numbers"] and bad["rows_outside_largest_source"] == 6 and bad["verdict"] == "thin"

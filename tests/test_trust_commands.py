@@ -30,8 +30,8 @@ def check_validation(v: dict, where: str) -> None:
     assert v["status"] in STATUSES, where
     assert isinstance(v["regime"], str) and " | " in v["regime"], where
     assert isinstance(v["rows"], int) and v["rows"] >= 0, where
-    if v["status"] == "extrapolated":
-        assert v["outside"] and "outside the validated" in v["outside"], where
+    if v["status"] == "extrapolated":   # the axis outside, or (session 54, trust/targets) its rows miss the family's target
+        assert v["outside"] and ("outside the validated" in v["outside"] or "target" in v["outside"]), where
     if v["status"] == "validated":
         assert v["rows"] >= 5 and v["sources"] >= 3 and "band_from" not in v, where
 

@@ -17,7 +17,8 @@ class FamilyValidation:
     judged only on held-out rows from >= MIN_SOURCES sources (a family of one source, one trainer and one team, is "not
     judged" even where its rows meet the numbers: cold review A47 item 8). Met must not rest on one source (issue 44,
     session 50; trust/thin): the numbers must also hold with each source weighing once, and >= MIN_OTHER_ROWS held-out
-    rows must come from sources other than the largest; else the verdict is "thin: one source carries it", not met."""
+    rows must come from >= MIN_OTHER_SOURCES sources other than the largest (the sources since session 54, rule54);
+    else the verdict is "thin: one source carries it", not met."""
 
     published: ReferenceValidation
 
@@ -108,14 +109,16 @@ class FamilyValidation:
                 "each_source_once_mean_abs_error_pct": figures["each_source_once_mean"],
                 "each_source_once_within_share": figures["each_source_once_share"],
                 "rows_outside_largest_source": figures["rows_outside_largest"],
+                "sources_outside_largest_source": figures["sources_outside_largest"],
                 "meets_numbers": numbers, "judged": len(sources) >= self.MIN_SOURCES, "verdict": verdict,
                 "thin_why": thin or None, "verdict_on_grouping": on_grouping,
                 "meets_target": verdict == "met", "not_compared": len(rows) - len(compared)}
 
     def to_json(self) -> dict:
-        from simcluster.trust.thin import MIN_OTHER_ROWS
+        from simcluster.trust.thin import MIN_OTHER_ROWS, MIN_OTHER_SOURCES
 
         return {"kind": "published llm families", "target_pct": self.published.target * 100,
                 "family_share": self.FAMILY_SHARE, "min_sources": self.MIN_SOURCES, "min_rows_outside_largest_source": MIN_OTHER_ROWS,
+                "min_sources_outside_largest_source": MIN_OTHER_SOURCES,
                 "families": self.families(), "not_compared_no_family": self.no_family(),
                 "skipped": self.skipped}

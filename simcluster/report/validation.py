@@ -115,7 +115,7 @@ def _clip(text: str, width: int = 140) -> str:
 def _(v: FamilyValidation) -> str:
     """A line per issue-44 family and kind of row (held out, development): rows, sources, mean |error|, within target."""
     from simcluster.trust.regime import LONG_SEQUENCE
-    from simcluster.trust.thin import MIN_OTHER_ROWS
+    from simcluster.trust.thin import MIN_OTHER_ROWS, MIN_OTHER_SOURCES
 
     target = v.published.target * 100
     lines = [f"# published LLM rows per family (issue 44's target: held-out rows mean |error| <= {target:.0f}% and >= "
@@ -123,7 +123,8 @@ def _(v: FamilyValidation) -> str:
              f"long-sequence (seq >= {LONG_SEQUENCE:,}), FSDP/ZeRO (a PyTorch FSDP trainer or ZeRO 2-3), fp8, Megatron/NeMo "
              "(trust/regime.published_family)",
              f"# met also needs >= {v.MIN_SOURCES} sources (a source_group once; else 'not judged'), and the numbers with each source "
-             f"weighing once and >= {MIN_OTHER_ROWS} held-out rows outside the largest source (else 'thin: one source carries it', "
+             f"weighing once and >= {MIN_OTHER_ROWS} held-out rows from >= {MIN_OTHER_SOURCES} sources outside the largest source "
+             "(else 'thin: one source carries it', "
              "not met: trust/thin); [rests on grouping: ...]: the verdict with one source_group's files counted apart (all "
              "at once, and each file alone with the rest grouped), where it differs",
              "# n: rows compared; n/c: the family's rows not compared (no prediction: what the source leaves out or the "
@@ -169,7 +170,8 @@ def _family_target(s: dict) -> str:
     if s["verdict"] == "thin":
         return f"thin: one source carries it ({s['thin_why']}; largest source {s['largest_source_rows']} of {s['rows']} rows)"
     if s["verdict"] == "met":   # the verdict as judged; how much of it one source carries beside it (review A49, finding 5)
-        return (f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows; each source once "
+        return (f"yes (largest source {s['largest_source_rows']} of {s['rows']} rows, {s['rows_outside_largest_source']} rows "
+                f"from {s['sources_outside_largest_source']} sources outside it; each source once "
                 f"{s['each_source_once_mean_abs_error_pct']:.1f}%, {s['each_source_once_within_share']:.0%} within)")
     return "no"
 

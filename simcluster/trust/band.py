@@ -8,6 +8,7 @@ from simcluster.trust.moved import Moves
 from simcluster.trust.noise import FloorVerdict, floor_verdict
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
+from simcluster.trust.targets import target_miss
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
@@ -48,7 +49,7 @@ class Trust:
     rows: int                             # residual rows behind rho
     sources: int
     scale_range: tuple[float, float] | None = None
-    outside: str = ""                     # extrapolated: the axis and how it is outside
+    outside: str = ""                     # extrapolated: why (its rows miss the family's target; the axis outside)
     pooled: bool = False                  # unvalidated: rho from every row of the family (over pool_link where set)
     pool_link: str = ""                   # pooled: the link whose rows alone make the band (Table.pool_link); '': all
     own: tuple[int, int] = (0, 0)         # unvalidated: the regime's own held-out rows and sources (too few to band)
@@ -274,8 +275,10 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
         if trust.too_weak:   # the miss not excused, nor validated
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
-        # an axis outside the rows' range, or a GPU none of them ran on: the band carried past its rows (extrapolated)
-        return replace(trust, status="extrapolated") if outside or trust.gpu_in_band is False else trust
+        # rows that miss their family's target (trust/targets, session 54), an axis outside the rows' range, or a GPU
+        # none of them ran on: the band carried past what its rows validate (extrapolated)
+        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), outside) if w)
+        return replace(trust, status="extrapolated", outside=outside) if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
     pooled = table.family_rows(regime.family, link)
     if not pooled:

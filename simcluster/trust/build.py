@@ -318,6 +318,6 @@ def regime_summary(table: Table) -> list[dict]:
         out.append({"regime": key, "family": g.family, "rows": len(g.rows), "sources": len(g.sources),
                     "gpus": [int(g.scale_range[0]), int(g.scale_range[1])], "gpu_rows": g.gpus, "enough": g.enough,
                     "band_pct": [round((lo - 1) * 100, 1), round((hi - 1) * 100, 1)],
-                    "mean_abs_error_pct": round(100 * statistics.fmean(abs(1 / r.rho - 1) for r in g.rows), 1),
+                    "mean_abs_error_pct": round(100 * g.mean_abs_error, 1),
                     "model_moves": g.moves.to_json((lo, hi)) if g.moves.registered else None})
     return out

@@ -9,8 +9,9 @@ k'-th smallest rho, k = floor(0.1 (n + 1)), k' = ceil(0.9 (n + 1)) (1-based, cla
 exchangeable with the regime's own, the truth falls inside with probability >= 80% (at n < 9 the band is the
 rows' whole range). A time T gets [T rho_k, T rho_k']; a rate R gets [R / rho_k', R / rho_k].
 
-Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= MIN_SOURCES sources and its scale (GPUs) lies in
-the rows' range; `extrapolated` when the regime has them but the scale is outside (the axis is named); `unvalidated`
+Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= MIN_SOURCES sources, its scale (GPUs) lies in
+the rows' range and its rows' mean |error| is within its family's target (trust/targets.py, session 54); `extrapolated`
+when the regime has them but the scale is outside (the axis is named) or its rows miss the target (said); `unvalidated`
 when the regime has fewer rows: its band then comes from its pool (Table.pool_link: a collective regime's rows over the
 same link where they are enough for a band, else every row of its family) pooled, and says so.
 """
@@ -109,6 +110,12 @@ class RegimeRows:
 
     def bounds(self) -> tuple[float, float]:
         return conformal_bounds([r.rho for r in self.rows])
+
+    @property
+    def mean_abs_error(self) -> float:
+        """The rows' mean |error| as a fraction, each row once: |1/rho - 1| = |predicted time / measured time - 1|
+        (the "mean abs error" of docs/accuracy.md; what trust/targets judges against the family's target)."""
+        return sum(abs(1 / r.rho - 1) for r in self.rows) / len(self.rows)
 
     @functools.cached_property
     def moves(self) -> Moves:
