@@ -27,7 +27,7 @@ class FamilyValidation:
 
     @staticmethod
     def check(published: str | None) -> None:
-        """The one refusal of `--families`: it goes with `--published llm` (cli.cmd_validate asks before any work)."""
+        """The one refusal of `--families`: it goes with `--published llm` (cli_validate.cmd_validate asks before any work)."""
         if published != "llm":
             raise SimclusterError("--families goes with --published llm", hint="simcluster validate --published llm --families")
 
