@@ -158,8 +158,10 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # Session 53: moe53's AWS Qwen3-30B p5 MoE rows (6, +38..+126% fast, predicted once), pubmix53's Alibaba
     # Megatron-LLaMA rows (5) and the grouping rule R1-R4 applied to every file (pubmix53, mendC53, the lead's R2 by
     # authorship): 175 rows, 12 sources, 78.9% (138 of 175), by source 78.1%: the groups changed the folds, no band widened
-    # by hand; the median half-width rose to 23.2% (the AWS MoE rows widen the pooled llm band)
-    assert 78.0 < cov["llm"].coverage_pct < 79.5 and cov["llm"].sources == 12 and cov["llm"].covered == 138, cov["llm"]
+    # by hand; the median half-width rose to 23.2% (the AWS MoE rows widen the pooled llm band). Session 54: zero54's
+    # Crusoe torchtitan FSDP2 rows (8, predicted once: 7.3%, 5 within 10%; a source of its own): 183 rows, 13 sources,
+    # 77.6% (142 of 183), by source 78.7%; the median half-width 18.9% (the FSDP regime gains a validated band of its own)
+    assert 77.0 < cov["llm"].coverage_pct < 78.5 and cov["llm"].sources == 13 and cov["llm"].covered == 142, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
