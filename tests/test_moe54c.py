@@ -58,8 +58,9 @@ def test_the_registered_rows_carry_moe54b_figures():
     assert "/work" not in (BUNDLE / "registered.yaml").read_text()
 
 
-@pytest.mark.parametrize("ratio, cs, term", [(1.0, "AT C", "SHORT"), (0.7, "BELOW C", "SHORT"), (1.4, "ABOVE C", "CLOSES"),
-                                             (1.25, "ABOVE C", "NARROWS"), (2.0, "FAR ABOVE C", "NARROWS")])
+@pytest.mark.parametrize("ratio, cs, term", [(1.0, "AT C", "NARROWS"), (0.7, "BELOW C", "SHORT"), (1.4, "ABOVE C", "CLOSES"),
+                                             (1.25, "ABOVE C", "NARROWS"), (2.0, "FAR ABOVE C", "CLOSES"),
+                                             (3.0, "FAR ABOVE C", "OVERSHOOTS")])
 def test_the_rules_on_synthetic_runs(tmp_path, capsys, ratio, cs, term):
     assert s.main([str(bundle_with(tmp_path, ratio))]) == 0
     out = capsys.readouterr().out

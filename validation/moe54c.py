@@ -22,7 +22,8 @@ Rules (RULE lines), fixed before the run:
           c_s = c, no new constant); <= R_FAR: ABOVE C; else FAR ABOVE C. UNDECIDED if on rows 1 / 4 either layer's
           kernels exceed HOST_BOUND of its events (not host-bound: the ratio would not be the hosts').
   TERM    the proposed floor T = max(C + h, N c_s + R) on the 6 AWS rows (DEVELOPMENT: their gap chose the sets), step +
-          (T - C - h) x per: mean |measured / step - 1| <= TERM_CLOSE%: CLOSES; <= TERM_NARROW%: NARROWS; else SHORT.
+          (T - C - h) x per: mean |measured / step - 1| <= TERM_CLOSE%: CLOSES; else the signed mean < -TERM_CLOSE%:
+          OVERSHOOTS (the floor makes the model slow); else mean <= TERM_NARROW%: NARROWS; else SHORT.
           (The term's adoption rule, moe54b section 3, needs >= 4 held-out regime rows from 2 sources: not judged here.)
   PRICE   megatron-local-spec's price of Megatron-Core's layer: mean |p_local / mcore events - 1| over the 6 rows <=
           PRICE_PCT%: HOLDS, else OFF (signed mean printed; + = the model slower).
@@ -54,8 +55,8 @@ R_LOW, R_AT, R_FAR, HOST_BOUND = 0.85, 1.15, 1.6, 0.6
 TERM_CLOSE, TERM_NARROW, PRICE_PCT, BRIDGE_TOL = 15.0, 40.0, 15.0, 0.15
 RULE = {"CS": f"r = median over rows {HOST_ROWS} of mcore events / torch events, c_s = c r: r < {R_LOW} BELOW C; <= {R_AT} AT C; "
               f"<= {R_FAR} ABOVE C; else FAR ABOVE C; UNDECIDED if kernels > {HOST_BOUND} x events on those rows",
-        "TERM": f"AWS rows (development) under T = max(C + h, N c_s + R): mean |error| <= {TERM_CLOSE}% CLOSES; <= {TERM_NARROW}% "
-                "NARROWS; else SHORT",
+        "TERM": f"AWS rows (development) under T = max(C + h, N c_s + R): mean |error| <= {TERM_CLOSE}% CLOSES; else signed mean < "
+                f"-{TERM_CLOSE}% OVERSHOOTS; else mean |error| <= {TERM_NARROW}% NARROWS; else SHORT",
         "PRICE": f"mean |p_local / mcore events - 1| over the 6 rows <= {PRICE_PCT}%: HOLDS, else OFF",
         "BRIDGE": f"median torch events / moe54's events over the 6 rows within 1 +- {BRIDGE_TOL}: REPEATS, else DRIFTS"}
 
@@ -132,7 +133,7 @@ def read_out(bundle: Path) -> dict:
     rows = []
     try:
         for r in reg["rows"]:
-            em, et, km, kt = (_t(tr, i, r, k) for i in IMPLS for k in ("events", "kernels"))
+            em, km, et, kt = (_t(tr, i, r, k) for i in IMPLS for k in ("events", "kernels"))
             rows.append({**r, "em": em, "km": km, "et": et, "kt": kt, "c_direct": (em - float(r["r_s"])) / int(r["n_calls"]),
                          "c_torch": (et - float(r["r_s"])) / int(r["n_calls"])})
     except (KeyError, TypeError, ValueError) as exc:
@@ -160,13 +161,15 @@ def verdicts(rows: list[dict]) -> dict:
     band = ("BELOW C" if ratio < R_LOW else "AT C" if ratio <= R_AT else "ABOVE C" if ratio <= R_FAR else "FAR ABOVE C")
     cs_v = band if bound else f"UNDECIDED (not host-bound: {band} if read anyway)"
     mean, errs = whatif(rows, cs)
-    term = "CLOSES" if mean <= TERM_CLOSE else "NARROWS" if mean <= TERM_NARROW else "SHORT"
+    signed = 100 * statistics.mean(errs)
+    term = ("CLOSES" if mean <= TERM_CLOSE else "OVERSHOOTS" if signed < -TERM_CLOSE else "NARROWS" if mean <= TERM_NARROW
+            else "SHORT")
     perr = [r["p_local_s"] / r["em"] - 1 for r in rows]
     pm, ps = 100 * statistics.mean(map(abs, perr)), 100 * statistics.mean(perr)
     bridge = statistics.median(r["et"] / float(r["moe54_events_s"]) for r in rows)
     return {"ratio": ratio, "cs": cs, "term_errs": errs,
             "CS": f"{cs_v} (r {ratio:.3f}, c_s {1e6 * cs:.1f} us a modelled call against c {1e6 * c:.1f} us)",
-            "TERM": f"{term} (AWS rows, development: mean |error| {mean:.1f}% at c_s {1e6 * cs:.1f} us; errors "
+            "TERM": f"{term} (AWS rows, development: mean |error| {mean:.1f}%, signed {signed:+.1f}% at c_s {1e6 * cs:.1f} us; errors "
                     + " / ".join(f"{100 * e:+.1f}%" for e in errs) + ")",
             "PRICE": f"{'HOLDS' if pm <= PRICE_PCT else 'OFF'} (mean |p_local / mcore events - 1| {pm:.1f}%, signed {ps:+.1f}%; + = model slower)",
             "BRIDGE": f"{'REPEATS' if abs(bridge - 1) <= BRIDGE_TOL else 'DRIFTS'} (median torch events / moe54's {bridge:.3f})"}
