@@ -1,6 +1,6 @@
 """Issue 44 (pool): the one-GPU compile and checkpointing sets as held-out rows of the `llm eager` family against the
 predictions registered before they ran (simcluster/heldout/eager_registered.py), and torchtitan's published selective
-rows in the `llm` family (reference/llm.TORCHTITAN_AC)."""
+rows in the `llm` family (reference/llm_specs.TORCHTITAN_AC)."""
 
 import json
 import shutil

@@ -34,7 +34,7 @@ def test_torchtitan_keeps_the_llm_family_not_the_eager_lab_one():
 
 def test_torchtitan_a100_rows_are_compared_the_selective_ones_as_torchtitans_policies():
     """Every row compared: no recompute and full recompute as before, and since issue 44 (pool) the selective layer and
-    op rows as torchtitan's policies (reference/llm.TORCHTITAN_AC; tests/test_heldout_eager_registered.py). Development
+    op rows as torchtitan's policies (reference/llm_specs.TORCHTITAN_AC; tests/test_heldout_eager_registered.py). Development
     since session 43 fsdpfam's A100 card-scope choice, made with them in view (held_out false since cold read C46 item 1)."""
     from simcluster.reference.llm import validate_published_llm
 

@@ -4,7 +4,7 @@ runs 0, 1, 4, 5, 6) predicted with the selective checkpointing of llm/eager_ac.p
     python validation/llm_sac_torchtitan.py
 
 The file kept these rows in runs_not_compared when this script first read them (7943865); since issue 44 session pool
-they are held-out rows of the error-band table (reference/llm.TORCHTITAN_AC maps the printed labels). It reads them
+they are held-out rows of the error-band table (reference/llm_specs.TORCHTITAN_AC maps the printed labels). It reads them
 as a check of the two policies' expressions: 'selective layer' = recompute full with recompute_every 2, 'selective
 op' = recompute op; everything else as validate --published predicts the file's rows (framework torchtitan-fsdp2,
 its machine). The full and no-AC rows are printed beside them for scale. Error: predicted / measured - 1 of tokens per second (_compared; + = predicted fast).
@@ -34,7 +34,7 @@ def main() -> int:
     ref = read_published(FILE, "published-llm-run")
     usage = llm_usage(ref)
     for i, run in enumerate(ref.runs):
-        label = run["parallel"]["recompute"]   # 'selective layer' / 'selective op': reference/llm.TORCHTITAN_AC's policies
+        label = run["parallel"]["recompute"]   # 'selective layer' / 'selective op': reference/llm_specs.TORCHTITAN_AC's policies
         (model, par, batch), _, _ = spec_of(run, usage.assumptions)
         machine = machine_for(usage, run["gpus"])
         intra = load_collective(machine.card)[0]
