@@ -47,7 +47,8 @@ PUBLISHED = "calibration/published"
 DEVELOPMENT = ("llm-awsome-megatron-bridge-qwen3-30b-p5-h100",)
 FAMILIES = ("MoE", "Megatron/NeMo", "fp8")
 MIN_ROWS, MIN_SOURCES, GAIN_PTS, GUARD_PTS = 4, 2, 5.0, 0.5
-RULE = (f"regime rows = held-out MoE rows in moe_host_floor.in_regime recorded after the registration (not in `files`); NOT JUDGED if "
+RULE = (f"regime rows = held-out MoE rows in moe_host_floor.in_regime recorded after the registration (recorded_after: a file not in "
+        f"`files` added by a commit descending from `commit`, or a row beyond its file's count there whose newest commit descends from it); NOT JUDGED if "
         f"< {MIN_ROWS} of them or < {MIN_SOURCES} source_groups; else ON if their mean |error| falls by >= {GAIN_PTS} points with the floor "
         f"on and each guard family's ({', '.join(FAMILIES)}; held-out rows outside the regime and the development files) mean "
         f"|error| rises by <= {GUARD_PTS} point; else OFF")
