@@ -38,9 +38,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "studies"))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import registering_commit, write_registration  # noqa: E402
+from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_host_floor  # noqa: E402
-from simcluster.script_args import ArgumentParser  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "rule-moeterm54-2026-12-01"
 PUBLISHED = "calibration/published"
@@ -201,24 +200,11 @@ def development() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("bundle", nargs="?", type=Path, default=BUNDLE)
-    ap.add_argument("--register", type=Path, help="write the rule's registration to this registered.yaml")
-    ap.add_argument("--development", action="store_true", help="print the development rows with the floor off / on")
-    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        if args.register:
-            register(args.register)
-            return 0
-        if args.development:
-            development()
-            return 0
-        res = read_out(args.bundle)
-    except SimclusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2 if args.register else 1
-    show(res)
-    return 0
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--development"]:   # the AWS rows off / on (development); everything else: registration's command line
+        development()
+        return 0
+    return set_main(argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
 
 
 if __name__ == "__main__":
