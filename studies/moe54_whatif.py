@@ -40,7 +40,7 @@ import moe54  # noqa: E402  (validation/moe54.py: the set's read-out)
 from moe_rows import predict_row  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import comm, compiled, moe_compute, moe_graphs, moe_sync, ops, work  # noqa: E402
+from simcluster.llm import comm, compiled, moe_compute, moe_host_floor, moe_sync, ops, work  # noqa: E402
 
 AWS = moe54.STEM
 MS = 1e3
@@ -48,11 +48,10 @@ MS = 1e3
 
 def calls(gpu, fwd, bwd, dtype, fw) -> tuple[int, float]:
     """(N, R) of one layer pass: N the modelled calls issued at moe_sync's per-call cost (the forward segment with its
-    two EP calls, the backward's calls and its EP call), R the host seconds of the ungraphed router / preprocess calls."""
-    seg = moe_sync.forward_segment(gpu, fwd, dtype, 0.0)
-    _, issue = moe_graphs.with_ungraphed(seg, fw.moe_sync_kernel_s, fw)
-    n = len(seg) + len(moe_sync.kernel_list(gpu, bwd, dtype)) + 1
-    return n, float(issue[len(seg):].sum())
+    two EP calls, the backward's calls and its EP call), R the host seconds of the ungraphed router / preprocess calls
+    (llm/moe_host_floor.calls since session 54's moeterm54, the term's own count)."""
+    n_f, n_b, r = moe_host_floor.calls(gpu, fwd, bwd, dtype, fw)
+    return n_f + n_b, r
 
 
 def host_no_ep(gpu, fwd, bwd, dtype, par, model, fw) -> float:

@@ -37,6 +37,8 @@ import numpy as np
 from simcluster.llm import comm, compiled, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, launch_backlog, moe_sync, ops, overlap, torch_cp, vocab_ops
 from simcluster.llm.framework import MEGATRON, FrameworkSpec, MoeHost
 from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s, moe_compute
+from simcluster.llm.moe_host_floor import applies as host_floor_applies
+from simcluster.llm.moe_host_floor import extra_s as host_floor_s
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PARTS, PipelineWork, StageWork, Task
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -242,6 +244,9 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
     elif model.moe and moe_sync.applies(fw, par):   # Transformer Engine: the host after each dispatcher sync (llm/moe_sync.py)
         host_f, host_b = moe_sync.sync_host_s(gpu, fwd_ops, bwd_ops, dtype, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s, fw)
         layer_f, layer_b = _add(layer_f, _task(host=host_f)), _add(layer_b, _task(host=host_b))
+    if model.moe and host_floor_applies(fw, par):   # the MoE serial host floor: OFF (llm/moe_host_floor.py, never enabled)
+        x_f, x_b = host_floor_s(gpu, fwd_ops, bwd_ops, dtype, fw, comp_f + comp_b, layer_f.parts["host"] + layer_b.parts["host"])
+        layer_f, layer_b = _add(layer_f, _task(host=x_f)), _add(layer_b, _task(host=x_b))
     plain_b_ops = compiled.layer_ops(model, replace(par, recompute="none", recompute_every=1), batch, fw)[1] \
         if par.recompute_every > 1 else []   # every N-th block checkpointed (llm/eager_ac.py; tp, pp, cp 1): the mean block
     if plain_b_ops:
