@@ -44,6 +44,13 @@ class Published:
         return str(self.usage.get("source_group") or self.name)
 
     @property
+    def nics_assumed(self) -> str:
+        """Which NIC facts the source does not state, so the scenario's are assumed: a published nccl file's
+        `system.nics_per_node` / `system.nic_rate` given as null ('count', 'rate', 'count, rate'); "" where both are stated
+        or the file has no such keys. Printed beside the rows that cross nodes (review A54 item 5)."""
+        return ", ".join(w for k, w in (("nics_per_node", "count"), ("nic_rate", "rate")) if k in self.system and self.system[k] is None)
+
+    @property
     def shared_group(self) -> str:
         """source_group where it names a group of files (ReferenceRow.source_group), else "" (the file is its own)."""
         return "" if self.source_group == self.name else self.source_group

@@ -21,17 +21,20 @@ their two clusters, so the summaries also take each file pair once (its median o
 (numpy linear interpolation). `*`: a file the held-out check marks an outlier (its own cards miss its median row by more
 than 1.5x: a slow cluster of an issue thread); the summaries are printed with and without the pairs that touch one.
 
-Part 3, per source (its source_group's files): its rows with a partner of another source (no `*`) judged against
-the partners' mean |partner / row - 1| (the floor); its other rows, per machine kind, against the p80 of the kind's
-cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes,
-op and forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict):
-outlier / slow cluster (every row `*`; a source mixing `*` and other files: judged on its other rows only, mendB53),
-model miss (above a floor, outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told
-(why); "on one file pair" where that is all it rests on. Nothing is fitted.
-Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised twice
+Part 3, per source (its source_group's files): its rows with a partner of another source (no `*`) judged against the
+partners' mean |partner / row - 1|, or their median spread among themselves where smaller (partners of >= 2 other
+sources): the floor; its other rows, per machine kind, against the p80 of the kind's cross-source file-pair medians,
+only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes, op and forced algorithm (the
+pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict): outlier / slow cluster (every
+row `*`; a source mixing `*` and other files: judged on its other rows only, mendB53), model miss (above a floor,
+outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told (why); "on one file pair" where
+that is all it rests on. Nothing is fitted.
+Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised
 after its first print: (1, fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor ->
 model miss); (2, mendA52, cold review A52) the `*` class, minimum pairs, shape / per-kind scope, within-target label
-(Voltage Park -> partly told, on one pair).
+(Voltage Park -> partly told, on one pair); (3, mendA54, cold review A54 item 2) the partners' spread among themselves:
+the distance alone made a source far from agreeing peers read 'noise floor' by construction (the MGHPCC DGX H100 file:
+noise floor -> model miss; 4 sources within 10% -> above their floor). Part 4 keeps the distance.
 
     python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
 """
@@ -77,14 +80,11 @@ class Pair:
 
     @property
     def relation(self) -> str:
-        if self.a.file == self.b.file:
-            return "same file"
-        return "same source" if self.a.source == self.b.source else "different sources"
+        return "same file" if self.a.file == self.b.file else "same source" if self.a.source == self.b.source else "different sources"
 
     @property
     def spread_pct(self) -> float:
-        hi, lo = max(self.a.busbw_GBps, self.b.busbw_GBps), min(self.a.busbw_GBps, self.b.busbw_GBps)
-        return (hi / lo - 1) * 100
+        return (max(self.a.busbw_GBps, self.b.busbw_GBps) / min(self.a.busbw_GBps, self.b.busbw_GBps) - 1) * 100
 
     @property
     def outlier(self) -> bool:
@@ -170,21 +170,27 @@ def file_pair_medians(pairs: list[Pair]) -> dict[tuple, float]:
     return {k: float(np.median(v)) for k, v in by.items()}
 
 
-def floor_of(source: str, rows: list[Row], pairs: list[Pair]) -> dict[tuple, float]:
+def floor_of(source: str, rows: list[Row], pairs: list[Pair], peers: bool = False) -> dict[tuple, float]:
     """(file, run) -> the partners' mean |partner / row - 1| % for each of `source`'s rows with a cross-source partner
-    (partners marked * left out)."""
+    (partners marked * left out). peers (part 3's verdict, mendA54): where the partners come from >= 2 other sources, the
+    smaller of that and their median spread among themselves, the source left out (a row far from agreeing peers is not
+    at a floor; one wild partner of two does not lift a row that agrees with the other)."""
     partners = defaultdict(list)
-    for p in pairs:
-        if p.relation != "different sources":
-            continue
+    for p in (q for q in pairs if q.relation == "different sources"):
         for mine, other in ((p.a, p.b), (p.b, p.a)):
             if mine.source == source and not other.outlier:
-                partners[(mine.file, mine.run)].append((other.busbw_GBps, mine.busbw_GBps))
-    return {k: float(np.mean([abs(o / m - 1) for o, m in v]) * 100) for k, v in partners.items()}
+                partners[(mine.file, mine.run)].append((other, mine.busbw_GBps))
+    out = {}
+    for k, v in partners.items():
+        among = [q.spread_pct for q in pairs if q.relation == "different sources" and {id(q.a), id(q.b)} <= {id(o) for o, _ in v}]
+        own = float(np.mean([abs(o.busbw_GBps / m - 1) for o, m in v])) * 100
+        out[k] = min(own, float(np.median(among))) if peers and len({o.source for o, _ in v}) >= 2 and among else own
+    return out
 
 
 REVISED = {"nccl-voltagepark-h100-x4": "; the rule's first print: noise floor, its first revision: model miss (its "
-           "other rows against the 2-node kind spread), its second (mendA52): this"}   # the docstring's revisions
+           "other rows against the 2-node kind spread), its second (mendA52): this",   # the docstring's revisions
+           "chris-nccl-notes": "; before revision 3 (mendA54): noise floor (the DGX file's own distance from its peers)"}
 MIN_KIND_PAIRS, MIN_KIND_SOURCES = 2, 3   # a kind's spread judges unpaired rows only from this many file pairs / sources
 
 
@@ -277,7 +283,7 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
     for source, (n, pct) in held_out.items():
         if not (every := [r for r in rows if r.source == source]):
             continue
-        mine, floors = [r for r in every if not r.outlier] or every, floor_of(source, rows, pairs)   # * rows: docstring
+        mine, floors = [r for r in every if not r.outlier] or every, floor_of(source, rows, pairs, peers=True)  # docstring
         paired = [r for r in mine if (r.file, r.run) in floors]
         rest = [r for r in mine if (r.file, r.run) not in floors]
         judged = [r for r in rest if floors_by_kind[r.kind].enough and shape_of(r) in floors_by_kind[r.kind].shapes]
@@ -290,11 +296,10 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
         why = ("no other source of its kind" if not any(floors_by_kind[k].file_pairs for k in kinds) else
                f"too few pairs of its kind (fewer than {MIN_KIND_PAIRS} file pairs from {MIN_KIND_SOURCES} sources)"
                if not any(floors_by_kind[k].enough for k in kinds) else "no pair of its rows' shape (nodes, op)")
-        out.append(Verdict(source, " / ".join(kind_label(k) for k in kinds), n, pct, len(paired),
-                           _mean([floors[(r.file, r.run)] for r in paired]), _mean([abs(r.model_pct) for r in paired]), len(rest),
-                           _mean([abs(r.model_pct) for r in judged]), _mean([f.p80_pct for f in used.values()]),
-                           len(judged), parts, len(partner_files), sum(f.file_pairs for f in used.values()),
-                           all(r.outlier for r in every), why))
+        out.append(Verdict(source, " / ".join(kind_label(k) for k in kinds), n, pct, len(paired), _mean([floors[(r.file, r.run)] for r in paired]),
+                           _mean([abs(r.model_pct) for r in paired]), len(rest), _mean([abs(r.model_pct) for r in judged]),
+                           _mean([f.p80_pct for f in used.values()]), len(judged), parts, len(partner_files),
+                           sum(f.file_pairs for f in used.values()), all(r.outlier for r in every), why))
     return out
 
 
@@ -305,8 +310,7 @@ def _f(x: float | None) -> str:
 def main() -> None:
     from simcluster.reference.nccl_held_out import held_out_systems, sources
 
-    rows = collect()
-    pairs = pairs_of(rows)
+    pairs = pairs_of(rows := collect())
     print("# Published multi-node nccl-tests rows of one machine kind measured more than once (studies/fabnoise52.py)")
     print(f"# {len(rows)} multi-node rows, {len({r.file for r in rows})} files, {len({r.source for r in rows})} sources; "
           f"{len(pairs)} pairs of one configuration (the module's matching rule)")
@@ -332,8 +336,7 @@ def main() -> None:
     cross = [p for p in pairs if p.relation == "different sources" and not p.outlier]
     for fam in sorted({family_of(p.a.kind) for p in cross}):
         these = [p for p in cross if family_of(p.a.kind) == fam]
-        print(f"  {fam:18s} rows: {stats([p.spread_pct for p in these])}   file pairs: "
-              f"{stats(list(file_pair_medians(these).values()))}")
+        print(f"  {fam:18s} rows: {stats([p.spread_pct for p in these])}   file pairs: {stats(list(file_pair_medians(these).values()))}")
     print("### every file pair of different sources (median over its sizes)")
     for (fa, fb), m in sorted(file_pair_medians([p for p in pairs if p.relation == "different sources"]).items()):
         n = sum(1 for p in pairs if tuple(sorted((p.a.file, p.b.file))) == (fa, fb))
@@ -348,12 +351,11 @@ def main() -> None:
         print(f"{v.source[:44]:44s} {v.kind[:30]:30s} {v.rows:4d} {v.held_out_pct:5.1f} {v.paired:4d} {_f(v.floor_pct)} "
               f"{_f(v.model_paired_pct)} {v.rest:4d} {v.judged_rest:4d} {_f(v.model_rest_pct)} {_f(v.kind_p80_pct)}   "
               f"{v.verdict}")
-    print("  held: the source's held-out mean |error| %; pair: its rows with a partner row of another source (not *); "
-          "floor / model: the partners' / the model's mean |error| % on them; rest: its other multi-node rows; judg: "
-          f"those judged (a kind with >= {MIN_KIND_PAIRS} cross-source file pairs from >= {MIN_KIND_SOURCES} sources, "
-          "and a pair of the row's nodes, op and forced algorithm), the model's mean |error| % on them against kind80, "
-          "the 80th percentile of their kind's cross-source file-pair medians; a source spanning two kinds is judged per "
-          "kind. The pairs are all_reduce at NCCL's choice, all but one at 2 nodes: only such rows are judged")
+    print("  held: the source's held-out mean |error| %; pair: its rows with a partner row of another source (not *); floor: the partners' mean |error| % "
+          "on them, or their median spread among themselves where smaller; model: the model's mean |error| % on them; rest: its other multi-node rows; judg: "
+          f"those judged (a kind with >= {MIN_KIND_PAIRS} cross-source file pairs from >= {MIN_KIND_SOURCES} sources, and a pair of the row's nodes, op and "
+          "forced algorithm), the model's mean |error| % on them against kind80, the 80th percentile of their kind's cross-source file-pair medians; a source "
+          "spanning two kinds is judged per kind. The pairs are all_reduce at NCCL's choice, all but one at 2 nodes: only such rows are judged")
     outside = [v for v in table if v.held_out_pct > TARGET_PCT]
     single = sorted(s for s in set(held) - {v.source for v in table} if held[s][1] > TARGET_PCT)
     print(f"\n### the {len(outside) + len(single)} sources outside {TARGET_PCT:.0f}% (held-out), by verdict")
@@ -380,9 +382,7 @@ def print_regimes(rows: list[Row], pairs: list[Pair]) -> None:
     """Part 4: by the error-band table's regime, the multi-node rows of files not marked * (a slow cluster's rows would
     carry its distance from the class as a floor), those with a cross-source partner (not *): the partners' mean |error|
     (the floor) and the model's held-out mean |error| on the same rows, beside all the regime's rows (* files' too)."""
-    floors = {}
-    for source in sorted({r.source for r in rows}):
-        floors |= floor_of(source, rows, pairs)
+    floors = {k: f for source in sorted({r.source for r in rows}) for k, f in floor_of(source, rows, pairs).items()}
     print("\n## 4. By error-band regime (the rows' regime in validate --published nccl; the model's error here is the "
           "held-out check's)")
     print(f"{'regime':78s} {'rows':>4s} {'model':>5s} {'pair':>4s} {'floor':>5s} {'model':>5s}")

@@ -307,3 +307,26 @@ def test_a_system_whose_family_has_only_outliers_besides_it_is_unfitted_and_coun
     assert "no other non-outlier system of another source in that family" in out and "alone" not in out
     within = int(r.held_out_pct <= ho.TARGET_PCT)   # the outlier itself is predicted from "kept": fitted
     assert f" of 1 fitted, {within} of 1 unfitted: shipped cards)" in out
+
+
+def test_a_system_whose_nics_are_not_stated_is_marked_in_the_table_and_its_rows(systems):
+    """Cold review A54 item 5 (mendA54): a file whose source leaves system.nics_per_node or nic_rate null runs on the
+    scenario's assumed NICs; the held-out table marks it '?' with a legend line, and `validate --published nccl` says
+    which is assumed beside each row across nodes (the MGHPCC DGX file: both). A file stating both (Azure's ND H200 v5:
+    8 x 400 Gb/s) is not marked; a one-domain row never is (no NIC)."""
+    from simcluster.reference.nccl import validate_published_nccl
+
+    by = {s.name: s for s in systems}
+    assert by["nccl-h100-ib-x2-mghpcc-dgx"].nics_assumed and by["nccl-h100-ib-x2-lambda-1cc-alphatest"].nics_assumed
+    assert not by["nccl-azure-ndv5-h200-x2-azcluster"].nics_assumed
+    results = ho.held_out_systems(systems=systems)
+    out = ho.text(results)
+    line = next(x for x in out.splitlines() if x.startswith("nccl-h100-ib-x2-mghpcc-dgx"))
+    assert line.split()[0] == "nccl-h100-ib-x2-mghpcc-dgx?" and "\n? the source does not state its NIC count or rate" in out
+    assert next(x for x in out.splitlines() if x.startswith("nccl-azure-ndv5-h200")).split()[0] == "nccl-azure-ndv5-h200-x2-azcluster"
+    rows = validate_published_nccl().rows
+    dgx = [r for r in rows if r.source == "nccl-h100-ib-x2-mghpcc-dgx"]
+    assert dgx and all(r.detail.endswith("; NIC count, rate assumed") for r in dgx)
+    assert not any("assumed" in r.detail for r in rows if r.source == "nccl-azure-ndv5-h200-x2-azcluster")
+    tray = [r for r in rows if r.source == "nccl-oci-gb200-quickstart-x1"]     # one NVLink domain, nics_per_node null
+    assert tray and not any("assumed" in r.detail for r in tray)

@@ -69,3 +69,22 @@ def test_the_once_print_is_kept_as_recorded():
         if words and words[0].startswith("crusoe-torchtitan-") and words[1].isdigit() and words[2] != "rows":
             printed[(words[0].rsplit("-", 1)[-1], int(words[1]))] = float(next(w for w in words if w.endswith("%"))[:-1])
     assert printed == ONCE_PRINTED_PCT
+
+
+def test_the_assumed_b200_nics_show_on_the_row_across_nodes_only(validation, tmp_path):
+    """Cold review A54 item 5 (mendA54): the B200 file's NIC count is an assumption (not stated for B200), carried in
+    simcluster.machine.nics_assumed; `validate --published llm` prints "assumed NICs" on its 16-GPU row (two nodes), not
+    on the 8-GPU row (one node, no NIC), nor on the H100 / H200 files (Crusoe's IB docs state their NICs). A value that
+    is not text is refused in one line naming the key."""
+    from simcluster.errors import SimclusterError
+    from simcluster.reference.llm import validate_published_llm
+
+    detail = {(r.source.rsplit("-", 1)[-1], r.run): r.detail for r in validation.rows if r.error is not None}
+    assert "NICs" in detail[("b200", 0)] and "NICs" not in detail[("b200", 1)]
+    assert not any("NICs" in d for (gpu, _), d in detail.items() if gpu != "b200")
+    assert "not stated for B200" in DOCS["b200"]["system"]["nic"]
+    bad = (PUBLISHED / "llm-crusoe-torchtitan-b200.yaml").read_text().replace(
+        'nics_assumed: "8 x 400G NDR a node, not stated for B200 (HGX B200 reference)"', "nics_assumed: [8]")
+    (tmp_path / "llm-x.yaml").write_text(bad.replace("../../", str(ROOT) + "/"))
+    with pytest.raises(SimclusterError, match="nics_assumed"):
+        validate_published_llm(tmp_path / "llm-x.yaml")

@@ -92,8 +92,10 @@ SESSION53_SET = {"h100-ib-x2-x4-nccltests309-tables": 16,   # session 53 (fabpub
 # with the expectation before its first print (not blind: moe53 read the figures and the model's for them)
 SESSION54_SET = {"b200-ib-x2-mit-engaging-ubuntu": 20,   # session 54 (fabpub54): MIT ORCD Engaging's B200 pairs, recorded at
                  "b200-ib-x2-mit-engaging-rocky": 20,    # 3eca7349 with the expectation per row (Ubuntu blind; Rocky blind but
-                 "h100-ib-x2-mghpcc-dgx": 9}    # its 16 GiB rows), predicted once at a6ca56a3; one source_group
-# (mit-orcd-engaging-b200); the MGHPCC DGX H100 notes recorded at 30078249 (blind), predicted once at 863d539c
+                 "h100-ib-x2-mghpcc-dgx": 9,    # its 16 GiB rows), predicted once at a6ca56a3; one source_group
+                 "h100-ib-x2-lambda-1cc-alphatest": 8}   # (mit-orcd-engaging-b200); the MGHPCC DGX H100 notes recorded at
+# 30078249 (blind), predicted once at 863d539c; mendA54 (review A54 item 1): the same author's Lambda 1CC H100 notes recorded
+# at 732efdbe (not blind, said), predicted once at 35ea686a; the two one source_group (chris-nccl-notes)
 SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
                            "oci-gb300-quickstart", "oci-b300-x2-quickstart")   # session 49: no GB300 / B300 card
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
@@ -150,7 +152,8 @@ def test_published_multi_node_validation_does_not_regress():
                 "aws-p5-x4-x8-epbackend-alltoall": 0.316,   # session 53 (xa2a53): at a97ea401 (alltoall 64 MiB +33.0 / +30.2%)
                 "b200-ib-x2-mit-engaging-ubuntu": 1.161,   # session 54 (fabpub54): at a6ca56a3 (all_reduce +174..+378%: the NVLS
                 "b200-ib-x2-mit-engaging-rocky": 1.730,    # tree priced, a third of it measured; ring rows at >= 1 GiB +2..+26%)
-                "h100-ib-x2-mghpcc-dgx": 0.771}   # session 54: at 863d539c (2-16 GiB -2.6..+3.7%, 64 MiB-1 GiB +30..+355%)
+                "h100-ib-x2-mghpcc-dgx": 0.771,   # session 54: at 863d539c (2-16 GiB -2.6..+3.7%, 64 MiB-1 GiB +30..+355%)
+                "h100-ib-x2-lambda-1cc-alphatest": 1.344}   # session 54 mendA54: at 35ea686a (+109..+177%: 0.47 of the cap)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)

@@ -7,8 +7,9 @@ model keys per model name from `models` (a public recipe's or paper's dimensions
 `ffn_per_hidden` (an integer; GPT-3's ffn = 4 hidden). A row whose model or batch cannot be filled has no prediction,
 with the reason, and so has a row in `simcluster.runs_not_compared` (what the model cannot express). The machine is the
 file's `simcluster.machine` (GPU card, NIC card and `nics_per_node` of it, default 8: one per GPU, NVLink collective
-card), the file's system.gpus_per_node GPUs per node (8 where not printed) on a non-blocking rail-optimized fabric: the
-sources' own fabrics differ (Llama 3: 1:7 oversubscribed aggregation layer; Selene: three-level fat tree).
+card; `nics_assumed` where the source does not state its NICs: rows across nodes print "assumed NICs"), the file's
+system.gpus_per_node GPUs per node (8 where not printed) on a non-blocking rail-optimized fabric: the sources' own fabrics
+differ (Llama 3: 1:7 oversubscribed aggregation layer; Selene: three-level fat tree).
 
 Compared quantity: the source's own throughput. Where it gives tokens/s or the iteration time, those (no FLOP
 convention involved); otherwise its TFLOP/s per GPU, recomputed from the predicted step time with the source's FLOP
@@ -38,7 +39,7 @@ from simcluster.strict import count, field, known_keys
 from simcluster.trust.regime import published_family
 
 TARGET = 0.10
-MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node"}
+MACHINE_KEYS = {"gpu_card", "nic_card", "nvlink_card", "nics_per_node", "nics_assumed"}   # nics_assumed: what the source leaves out
 
 # a file's `simcluster.memory` / `memory_by_model[NAME]`: the recipe's memory settings (llm/framework.FrameworkSpec), `from` citing them
 MEMORY_PARSERS = {"grad_buffer_bytes": one_of((2, 4)), "state_bytes": one_of((4, 12)), "master_remainders": flag,
@@ -62,6 +63,7 @@ class LlmUsage:
     assumptions: dict                 # FILL_PARSERS key -> value, and `models`: name -> {MODEL_PARSERS key -> value}
     gpus_per_node: int = NODE_GPUS    # the file's system.gpus_per_node where printed (KempnerForge's 4; session 47), else 8
     frameworks: FileFrameworks | None = None   # the file's framework keys, checked once (None: framework_of checks them)
+    nics_assumed: str = ""            # simcluster.machine.nics_assumed: the NICs the source does not state (rows across nodes say so)
 
 
 def llm_usage(ref: Published) -> LlmUsage:
@@ -98,7 +100,8 @@ def llm_usage(ref: Published) -> LlmUsage:
         if isinstance(gpus, int) and gpus > per_node and gpus % per_node:
             raise SimclusterError(f"{gpus} GPUs is not a whole number of nodes of system.gpus_per_node = {per_node}: expected "
                                   "a multiple of it (or at most one node)", where=f"{ref.path}: runs[{i}].gpus")
-    return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node, frameworks)
+    assumed = "" if machine.get("nics_assumed") is None else checked(machine, "nics_assumed", f"{ref.path}: simcluster.machine", text)
+    return LlmUsage(*cards, nics, {**assumptions, "models": models}, per_node, frameworks, assumed)
 
 
 def machine_for(usage: LlmUsage, gpus: int):
@@ -237,7 +240,8 @@ def _row(ref: Published, usage: LlmUsage, i: int, run: dict) -> ReferenceRow:
     config += f" every {par.recompute_every}" if par.recompute_every > 1 else ""
     config += f" HSDP shard {par.shard}" if par.shard < par.dp else ""
     config += f" ({'+'.join(par.recompute_modules)})" if par.recompute_modules else ""
-    detail = ("assumed " + ", ".join(p.used) if p.used else "") + ("" if result.fits else
+    used = list(p.used) + (["NICs"] if usage.nics_assumed and int(run["gpus"]) > usage.gpus_per_node else [])   # rows across nodes
+    detail = ("assumed " + ", ".join(used) if used else "") + ("" if result.fits else
                                                                     f" (predicted OOM: {result.memory_per_gpu_GiB['total']:.1f} GiB)")
     regime = result.regime   # the answer's own regime (trust/regime.llm_regime_of, host-bound flag included)
     fam = published_family(p.framework.name, bool(p.model.experts), p.model.seq, par.zero, p.batch.precision)

@@ -266,7 +266,7 @@ def system_runs(ref: Published, tables: str | None = None) -> list[tuple[Referen
             network, nvlink = _link(scenario, nodes)
             ran = dataclasses.replace(ran, link=nvlink if isinstance(cluster, NvlinkDomain) else network)
             regime = _regime(ran, run["op"], max(sizes or peak), nodes * per_node)
-            chosen = ran.text()
+            chosen = ran.text() + (f"; NIC {ref.nics_assumed} assumed" if ref.nics_assumed and not isinstance(cluster, NvlinkDomain) else "")
         except SimclusterError as exc:
             raise SimclusterError(exc.message, where=exc.where or where, hint=exc.hint) from None
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:   # int(.inf): OverflowError

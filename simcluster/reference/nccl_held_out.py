@@ -79,6 +79,7 @@ class HeldOutSystem:
     card: str | None = None          # the scenario's NIC card
     group: str = ""                  # the file's source_group (published.Published.source_group); "" = its own name
     development: str = ""            # why its rows prompted this check's terms or bounds (`development_for`), else ""
+    nics_assumed: bool = False       # rows across nodes on a NIC count or rate the source does not state (Published.nics_assumed)
 
     @property
     def source(self) -> str:
@@ -178,7 +179,8 @@ def _system(ref, tables: str | None = None) -> HeldOutSystem | None:
             times[float(eta)] = [memo[(op, s, a)] for s, a in zip(sizes, algorithms, strict=True)]
         bus = [bus_factor(op, nodes * per_node) * s for s in sizes]
         rows.append(HeldOutRow(i, shipped[i].configuration, measured, sizes, peak, bus, times, shipped[i].predicted))
-    return HeldOutSystem(ref.name, family, rows, card, ref.source_group, ref.development_for("held_out_systems")) if rows else None
+    return HeldOutSystem(ref.name, family, rows, card, ref.source_group, ref.development_for("held_out_systems"),
+                         family is not None and bool(ref.nics_assumed)) if rows else None
 
 
 def _cost(systems: list[HeldOutSystem], setups: slice) -> np.ndarray:
@@ -229,6 +231,7 @@ class HeldOutResult:
     outlier: bool = False            # not used to fit the other systems (HeldOutSystem.outlier)
     development: str = ""            # HeldOutSystem.development: not a held-out figure
     source: str = ""                 # the source_group it is held out with ("" = its own file)
+    nics_assumed: bool = False       # HeldOutSystem.nics_assumed: marked '?'
 
     @property
     def fitted(self) -> bool:
@@ -241,7 +244,7 @@ class HeldOutResult:
                 "rows": self.rows, "mean_abs_error_pct_shipped": round(self.shipped_pct, 2),
                 "mean_abs_error_pct_held_out": round(self.held_out_pct, 2),
                 "row_errors_pct": [round(e, 2) for e in self.row_errors_pct], "within_target": self.held_out_pct <= TARGET_PCT,
-                "outlier_not_fitted_on": self.outlier, "development": self.development or None}
+                "outlier_not_fitted_on": self.outlier, "development": self.development or None, "nics_assumed": self.nics_assumed}
 
 
 def load_systems(path: str | Path | None = None, tables: str | None = None) -> list[HeldOutSystem]:
@@ -293,11 +296,11 @@ def held_out_systems(path: str | Path | None = None, systems: list[HeldOutSystem
             shipped = float(np.mean(np.abs(shipped_errors)))
             if fit is None:   # no network, or alone in its family: nothing to fit on, its own cards' figures (marked)
                 out[s.name] = HeldOutResult(s.name, s.family, (), None, None, len(s.rows), shipped, shipped,
-                                            tuple(shipped_errors), s.outlier, s.development, s.group)
+                                            tuple(shipped_errors), s.outlier, s.development, s.group, s.nics_assumed)
                 continue
             errors = s.errors_pct(*fit)
             out[s.name] = HeldOutResult(s.name, s.family, tuple(o.name for o in others), *fit, len(s.rows), shipped,
-                                        float(np.mean(np.abs(errors))), tuple(errors), s.outlier, s.development, s.group)
+                                        float(np.mean(np.abs(errors))), tuple(errors), s.outlier, s.development, s.group, s.nics_assumed)
     return [out[s.name] for s in systems]
 
 
@@ -342,7 +345,7 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
         eta = f"{r.eta:.2f}" if r.eta is not None else "-"
         t0 = f"{r.call_setup_s * 1e6:.0f}" if r.call_setup_s is not None else "-"
         errs = " ".join(f"{e:+.1f}" for e in r.row_errors_pct)
-        mark = ("*" if r.outlier else "") + ("^" if r.development else "")
+        mark = ("*" if r.outlier else "") + ("^" if r.development else "") + ("?" if r.nics_assumed else "")
         lines.append(f"{r.system[:40 - len(mark)] + mark:40s} {r.family or '-':10s} {r.rows:4d} {eta:>5s} {t0:>6s} {r.shipped_pct:7.1f}% "
                      f"{r.held_out_pct:7.1f}%  {errs}")
     groups = sources(results)
@@ -350,6 +353,8 @@ def text(results: list[HeldOutResult], excluded: list[tuple[str, str]] = ()) -> 
     lines.append("* the scenario's own cards miss its median row by more than 1.5x: predicted, never fitted on")
     lines.append("^ development for this check: its rows prompted the check's terms or bounds (`development_for`), "
                  "not a held-out figure")
+    if any(r.nics_assumed for r in results):
+        lines.append("? the source does not state its NIC count or rate: the scenario's are assumed (the file's system block and notes say from what)")
     if any(r.family is not None and r.eta is None for r in results):
         lines.append("- eta '-' beside a NIC family: no other non-outlier system of another source in that family, nothing to "
                      "fit on: its own cards' figures (counted as unfitted in the headline)")
