@@ -52,7 +52,11 @@ def family_lines() -> list[str]:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import study_args  # an unknown argument refused before the study runs
+
+    argv = study_args.check(options=("--no-families",))
     out = regime_lines(load_table())
-    if "--no-families" not in sys.argv[1:]:
+    if "--no-families" not in argv:
         out = family_lines() + [""] + out
     print("\n".join(out))

@@ -68,6 +68,10 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     assert (bundle / "runs").is_dir(), f"{folder}: readout.txt committed but no runs/ to print it from"
     assert load_script(script).main([str(bundle)]) == 0
     printed, committed = capsys.readouterr().out, (bundle / "readout.txt").read_text()
+    # session 54 (rule54): the thin rule's reason gained a clause (sources outside the largest, trust/thin.MIN_OTHER_SOURCES);
+    # a read made before it (lab1x51's 'today' verdict lines print the live rule) is compared without that clause
+    printed = re.sub(r"; \d+ sources? outside the largest (?:source|set), \d+ needed", "", printed) \
+        if "outside the largest source, 2 needed" not in committed else printed
     if folder.startswith(("h200x2-", "h200x4-tp4-", "h200x4-tp4b-", "h200x1-hb49-", "h200x1-mcrouter50-",
                              "h200x1-mcperm50-", "h200x1-lab1x51-", "h200x1-lab1x52-", "h200x1-lseq52-", "h200x1-moonrouter52-",
                              "h200x1-moe54-", "h200x1-moe54c-")):
