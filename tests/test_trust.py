@@ -374,3 +374,23 @@ def test_validated_regimes_count_validated_answers_only_not_extrapolated_ones():
     extrapolated = RowCheck(row, (0.5, 3.0), "extrapolated")
     assert not extrapolated.validated and extrapolated.own_band
     assert not RowCheck(row, (0.9, 1.1), "unvalidated").own_band
+
+
+def test_band_edges_name_one_or_two_sources_holding_an_edges_tail():
+    """Review C54 item 4: an answer's band whose edge rests on one or two sources' rows names them (display only)."""
+    from simcluster.trust.table import band_edges, edges_text
+
+    rows = [Residual("f", "k", s, f"{s} {i}", 8.0, 1.0 + 0.001 * i) for s in "abcde" for i in range(5)]
+    rows += [Residual("f", "k", "slow", f"slow {i}", 8.0, 2.0 + i) for i in range(5)]   # 30 rows: 3 at or above k'=28
+    band = conformal_bounds([r.rho for r in rows])
+    assert band_edges(rows, band) == (("upper", (("slow", 3),)),)     # the low edge: one row, nothing named
+    assert edges_text(band_edges(rows, band)) == "upper edge: rows of slow (3) at or beyond it"
+    spread = rows[:20] + [Residual("f", "k", s, f"{s} x", 8.0, 3.0) for s in "abc"]
+    assert band_edges(spread, conformal_bounds([r.rho for r in spread])) == ()   # three sources: none named
+
+
+def test_ib_nvls_tree_answer_names_the_engaging_rows_at_its_upper_edge():
+    trust = trust_of(Regime("collective across nodes", "collective | all_reduce | nvls-tree | >=64MiB | rdma-ib", 16.0))
+    assert dict(trust.edges)["upper"][0] == ("mit-orcd-engaging-b200", 9)
+    assert "upper edge: rows of mit-orcd-engaging-b200 (9)" in trust.text()
+    assert trust.to_json()["band_edge_sources"]["upper"]["mit-orcd-engaging-b200"] == 9

@@ -65,6 +65,31 @@ def link_of(regime: str) -> str:
     return regime.rsplit(" | ", 1)[-1] if regime.startswith("collective |") else ""
 
 
+EDGE_MIN_ROWS = 3      # an edge's tail named where it holds at least this many rows ...
+EDGE_MAX_SOURCES = 2   # ... from at most this many sources (review C54 item 4)
+
+
+def band_edges(rows, band: tuple[float, float]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Where a band's edge rests on one or two sources: per side ('lower', 'upper'), the sources of the rows at or beyond
+    that edge (rows each, most first), named only where those rows are >= EDGE_MIN_ROWS from <= EDGE_MAX_SOURCES sources
+    (one or two rows at an edge are one source by construction and say nothing). So an answer can tell one cluster's
+    tail (e.g. one-process-per-node runs, fabric-findings "Session 54: fabpub54") from a model miss. Display only."""
+    out = []
+    for side, tail in (("lower", [r for r in rows if r.rho <= band[0]]), ("upper", [r for r in rows if r.rho >= band[1]])):
+        counts: dict[str, int] = {}
+        for r in tail:
+            counts[r.source] = counts.get(r.source, 0) + 1
+        if len(tail) >= EDGE_MIN_ROWS and len(counts) <= EDGE_MAX_SOURCES:
+            out.append((side, tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))))
+    return tuple(out)
+
+
+def edges_text(edges) -> str:
+    """'upper edge: rows of mit-orcd-engaging-b200 (9), chris-nccl-notes (1) at or beyond it'; '' where none named."""
+    return "; ".join(f"{side} edge: rows of " + ", ".join(f"{s} ({n})" for s, n in by) + " at or beyond it"
+                     for side, by in edges)
+
+
 def gpu_counts(rows) -> dict[str, int]:
     """Rows per GPU model, most rows first ('' : rows that name none)."""
     counts: dict[str, int] = {}
