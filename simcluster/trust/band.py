@@ -281,7 +281,8 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
         # rows that miss their family's target (trust/targets, session 54), an axis outside the rows' range, or a GPU
         # none of them ran on: the band carried past what its rows validate (extrapolated)
-        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), outside) if w)
+        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), rows.thin_miss(),
+                                         outside) if w)   # rule C (mendC54): rows meeting it on one source's rows
         return replace(trust, status="extrapolated", outside=outside) if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
     pooled = table.family_rows(regime.family, link)

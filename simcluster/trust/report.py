@@ -68,7 +68,8 @@ def accuracy_page(table: Table) -> str:
              "in docs/models/trust.md. rho = measured / predicted as a time; a band of -4%..+24% means the measured time",
              f"fell between 4% below and 24% above the prediction in {LEVEL:.0%} of the regime's held-out rows (split-conformal).",
              f"A regime is validated with >= {MIN_ROWS} rows from >= {MIN_SOURCES} sources, inside its GPU range, where its rows'",
-             "mean abs error is within its family's target (trust/targets.py; else extrapolated, its band kept).", "",
+             "mean abs error is within its family's target (trust/targets.py) and not thin (trust/thin.py: each source once, >= 3",
+             "rows from >= 2 sources outside the largest; mendC54's rule C); else extrapolated, its band kept.", "",
              "## Coverage, each source left out in turn", "", *coverage_lines(table), "",
              "## Regimes", "",
              "| regime | rows | sources | GPUs | ran on (rows) | 80% band (time) | mean abs error | registered rows moved (median move) | "
@@ -76,8 +77,10 @@ def accuracy_page(table: Table) -> str:
              "| --- | ---: | ---: | --- | --- | --- | ---: | --- | --- | --- |"]
     for s in regime_summary(table):
         lo, hi = s["band_pct"]
-        miss = target_miss(s["family"], s["regime"], table.regimes[s["regime"]].mean_abs_error) if s["enough"] else ""
-        status = (f"extrapolated: {miss} (trust/targets)" if miss else "validated" if s["enough"]
+        g = table.regimes[s["regime"]]
+        target = target_miss(g.family, g.regime, g.mean_abs_error) if s["enough"] else ""
+        miss = "; ".join(w for w in (target and f"{target} (trust/targets)", g.thin_miss() if s["enough"] else "") if w)
+        status = (f"extrapolated: {miss}" if miss else "validated" if s["enough"]
                   else "too few rows: answers use the family's pooled band widened to these rows, unvalidated")
         for v in (v for v in FLOOR_VERDICTS if v.regime == s["regime"]):
             at = f"at {v.gpus} GPU{'s' * (v.gpus != 1)} on {v.gpu}"
