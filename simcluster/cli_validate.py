@@ -57,7 +57,7 @@ def cmd_error_bands(args) -> int:
     from simcluster.files import write_document
     from simcluster.trust import report
     from simcluster.trust.build import build_table, held_out_coverage, regime_summary
-    from simcluster.trust.table import TABLE
+    from simcluster.trust.table import TABLE, Table
 
     given = [flag for flag, value in (("--card", args.card), ("--scenario", args.scenario), ("--op", args.op),
                                       ("--published", args.published), ("--decisions", args.decisions),
@@ -65,8 +65,11 @@ def cmd_error_bands(args) -> int:
     if given or len(args.trace) > 1:
         raise SimclusterError(f"--error-bands runs every held-out set itself; {given[0] if given else 'a second path'} does not apply",
                               hint="give at most one folder of published runs (default calibration/published)")
-    table = build_table(args.trace[0] if args.trace else None)
-    write_document(args.table or TABLE, output.dumps(table.to_json(), "the error-band table", indent=1) + "\n")
+    built = build_table(args.trace[0] if args.trace else None)
+    doc = built.to_json()
+    write_document(args.table or TABLE, output.dumps(doc, "the error-band table", indent=1) + "\n")
+    # the pages from the table as written (rounded), as a reader of the shipped file renders them (review C54 item 12)
+    table = Table.from_json(json.loads(json.dumps(doc)), str(args.table or TABLE))
     for path, text in (report.documents(args.docs, table) if args.docs else {}).items():
         write_document(path, text)
     if args.json:

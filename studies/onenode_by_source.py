@@ -69,7 +69,7 @@ def source_lines(by_source: dict) -> list[str]:
     for source, checks in by_source.items():
         covered = sum(c.covered for c in checks) / len(checks)
         errors = [error_pct(c) for c in checks]
-        own = sum(c.validated for c in checks)
+        own = sum(c.own_band for c in checks)
         band = "own regime" if own == len(checks) else "family pool" if own == 0 else f"own {own}, pool {len(checks) - own}"
         out.append(f"{source:42s} {len(checks):5d} {100 * covered:7.1f}% {statistics.fmean(errors):+6.1f}% "
                    f"{statistics.fmean(abs(e) for e in errors):5.1f}%  {band}")

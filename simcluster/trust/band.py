@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from simcluster.trust.moved import Moves
 from simcluster.trust.noise import FloorVerdict, floor_verdict
 from simcluster.trust.regime import Regime, transport_regime
-from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, gpu_counts, load_table
+from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, band_edges, edges_text, gpu_counts, load_table
 from simcluster.trust.targets import target_miss
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
@@ -64,6 +64,7 @@ class Trust:
     shape_why: str = ""
     shape_band: tuple[float, float] | None = None
     shape_band_from: str = ""             # which band shape_band is: its regime's own, or the family's pooled (and rows)
+    edges: tuple = ()                     # an edge resting on one or two sources' rows (table.band_edges), display only
 
     @property
     def caveat(self) -> str:
@@ -136,6 +137,8 @@ class Trust:
             out["gpu"], out["gpu_in_band"] = self.regime.gpu, self.gpu_in_band
         if self.moves is not None and self.moves.registered:
             out["model_moved"] = self.moves.to_json(self.rho)   # with the still-priced rows' coverage by this band
+        if self.edges:
+            out["band_edge_sources"] = {side: dict(by) for side, by in self.edges}
         if self.caveat:
             out["caveat"] = self.caveat
         if self.noise_limited:
@@ -176,8 +179,9 @@ class Trust:
                 f"at {lo:+.0f}%..{hi:+.0f}%, a band needs {MIN_ROWS} from {MIN_SOURCES}")
 
     def text(self) -> str:
-        """status_text, where the band has registered rows its moved_text, and where the regime has one its caveat."""
-        moved = self.moved_text()
+        """status_text; where one or two sources hold an edge's tail, their rows (table.edges_text); where the band has
+        registered rows its moved_text; and where the regime has one its caveat."""
+        moved = "; ".join(t for t in (edges_text(self.edges) if self.rho is not None else "", self.moved_text()) if t)
         return self.status_text() + (f"; {moved}" if moved else "") + (f"; caveat: {self.caveat}" if self.caveat else "")
 
     def status_text(self) -> str:
@@ -266,18 +270,19 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
         trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
                       (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves,
-                      verdict=verdict)
+                      verdict=verdict, edges=band_edges(rows.rows, rows.bounds()))
         if trust.noise_limited:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
             # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
             own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))
             band = pooled_band(trust.rho, own_range)
-            return replace(trust, status="unvalidated", rho=band, widened=band != trust.rho,
+            return replace(trust, status="unvalidated", rho=band, widened=band != trust.rho, edges=band_edges(rows.rows, band),
                            own=(len(rows.rows), len(rows.sources)), own_range=own_range)
         if trust.too_weak:   # the miss not excused, nor validated
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
         # rows that miss their family's target (trust/targets, session 54), an axis outside the rows' range, or a GPU
         # none of them ran on: the band carried past what its rows validate (extrapolated)
-        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), outside) if w)
+        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), rows.thin_miss(),
+                                         outside) if w)   # rule C (mendC54): rows meeting it on one source's rows
         return replace(trust, status="extrapolated", outside=outside) if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
     pooled = table.family_rows(regime.family, link)
@@ -289,7 +294,7 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
     band = pooled_band(family_band, own_range)
     return Trust(regime, "unvalidated", band, len(pooled), len({r.source for r in pooled}), pooled=True, own=own,
                  own_range=own_range, widened=band != family_band, gpus=tuple(gpu_counts(pooled).items()),
-                 moves=table.family_moves(regime.family, link), pool_link=link, verdict=verdict)
+                 moves=table.family_moves(regime.family, link), pool_link=link, verdict=verdict, edges=band_edges(pooled, band))
 
 
 def shape_unvalidated(trust: Trust, why: str) -> Trust:

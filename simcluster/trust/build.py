@@ -234,9 +234,15 @@ class Coverage:
     checked: int          # rows whose regime still had a band with their source left out
     covered: int          # of those, inside the band
     median_half_width_pct: float | None
-    median_half_width_validated_pct: float | None = None   # rows whose regime was validated without their source
+    median_half_width_validated_pct: float | None = None   # rows whose band read `validated` without their source
     by_source_pct: float | None = None    # each source weighing the same: the mean over sources of their rows' coverage
     sources: int = 0
+    checked_validated: int = 0    # rows whose band read `validated` with their source left out (review C54 item 2)
+    covered_validated: int = 0    # of those, inside the band
+
+    @property
+    def coverage_validated_pct(self) -> float | None:
+        return 100 * self.covered_validated / self.checked_validated if self.checked_validated else None
 
     @property
     def coverage_pct(self) -> float | None:
@@ -246,7 +252,8 @@ class Coverage:
         return {"family": self.family, "rows": self.rows, "sources": self.sources, "checked_leave_one_source_out": self.checked,
                 "covered": self.covered, "coverage_pct": self.coverage_pct, "coverage_by_source_pct": self.by_source_pct,
                 "median_half_width_pct": self.median_half_width_pct,
-                "median_half_width_validated_pct": self.median_half_width_validated_pct}
+                "median_half_width_validated_pct": self.median_half_width_validated_pct,
+                "checked_validated": self.checked_validated, "coverage_validated_pct": self.coverage_validated_pct}
 
 
 @dataclass(frozen=True)
@@ -254,7 +261,17 @@ class RowCheck:
     """One held-out row against the band trust_of gives it with its source left out."""
     row: Residual
     band: tuple[float, float]
-    validated: bool        # the band came from its regime's own rows (not the family's pooled ones)
+    status: str            # the answer's status with the source left out: validated, extrapolated or unvalidated
+
+    @property
+    def validated(self) -> bool:
+        """The band read `validated` (not extrapolated, which also has a band of its own: review C54 item 2)."""
+        return self.status == "validated"
+
+    @property
+    def own_band(self) -> bool:
+        """The band came from its regime's own rows (validated or extrapolated), not the family's pooled ones."""
+        return self.status != "unvalidated"
 
     @property
     def covered(self) -> bool:
@@ -275,7 +292,7 @@ def leave_one_source_out(table: Table, family: str | None = None) -> list[RowChe
         for row in (r for r in rows if r.source == source):
             trust = trust_of(Regime(row.family, row.regime, row.scale, gpu=row.gpu), rest)
             if trust.rho is not None:
-                out.append(RowCheck(row, trust.rho, trust.status != "unvalidated"))
+                out.append(RowCheck(row, trust.rho, trust.status))
     return out
 
 
@@ -298,6 +315,7 @@ def held_out_coverage(table: Table) -> list[Coverage]:
         got = checks.get(family, [])
         widths = [(c.band[1] - c.band[0]) / 2 * 100 for c in got]
         validated = [w for w, c in zip(widths, got, strict=True) if c.validated]
+        checked_validated = [c for c in got if c.validated]
         sources: dict[str, list[bool]] = {}
         for c in got:
             sources.setdefault(c.row.source, []).append(c.covered)
@@ -305,7 +323,8 @@ def held_out_coverage(table: Table) -> list[Coverage]:
                             statistics.median(widths) if got else None,
                             statistics.median(validated) if validated else None,
                             100 * statistics.fmean(sum(v) / len(v) for v in sources.values()) if sources else None,
-                            len({r.source for r in table.family_rows(family)})))
+                            len({r.source for r in table.family_rows(family)}),
+                            len(checked_validated), sum(c.covered for c in checked_validated)))
     return out
 
 

@@ -10,8 +10,9 @@ exchangeable with the regime's own, the truth falls inside with probability >= 8
 rows' whole range). A time T gets [T rho_k, T rho_k']; a rate R gets [R / rho_k', R / rho_k].
 
 Status of an answer: `validated` when its regime has >= MIN_ROWS rows from >= MIN_SOURCES sources, its scale (GPUs) lies in
-the rows' range and its rows' mean |error| is within its family's target (trust/targets.py, session 54); `extrapolated`
-when the regime has them but the scale is outside (the axis is named) or its rows miss the target (said); `unvalidated`
+the rows' range and its rows' mean |error| is within its family's target (trust/targets.py, session 54) and not thin
+(trust/thin.py on its rows: RegimeRows.thin_miss, mendC54's rule C); `extrapolated`
+when the regime has them but the scale is outside (the axis is named) or its rows miss the target or are thin (said); `unvalidated`
 when the regime has fewer rows: its band then comes from its pool (Table.pool_link: a collective regime's rows over the
 same link where they are enough for a band, else every row of its family) pooled, and says so.
 """
@@ -27,6 +28,8 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.trust.moved import Moves, moves_of
 from simcluster.trust.regime import gpu_model
+from simcluster.trust.targets import target_of
+from simcluster.trust.thin import source_figures, thin_why
 
 TABLE = Path(__file__).with_name("error_bands.json")
 MIN_ROWS = 5
@@ -63,6 +66,31 @@ def link_of(regime: str) -> str:
     """A collective regime's link, its key's last field ('rdma-efa', 'rdma-ib', 'nvlink-h200': trust/regime.collective_regime);
     '' for any other regime (their keys name no link)."""
     return regime.rsplit(" | ", 1)[-1] if regime.startswith("collective |") else ""
+
+
+EDGE_MIN_ROWS = 3      # an edge's tail named where it holds at least this many rows ...
+EDGE_MAX_SOURCES = 2   # ... from at most this many sources (review C54 item 4)
+
+
+def band_edges(rows, band: tuple[float, float]) -> tuple[tuple[str, tuple[tuple[str, int], ...]], ...]:
+    """Where a band's edge rests on one or two sources: per side ('lower', 'upper'), the sources of the rows at or beyond
+    that edge (rows each, most first), named only where those rows are >= EDGE_MIN_ROWS from <= EDGE_MAX_SOURCES sources
+    (one or two rows at an edge are one source by construction and say nothing). So an answer can tell one cluster's
+    tail (e.g. one-process-per-node runs, fabric-findings "Session 54: fabpub54") from a model miss. Display only."""
+    out = []
+    for side, tail in (("lower", [r for r in rows if r.rho <= band[0]]), ("upper", [r for r in rows if r.rho >= band[1]])):
+        counts: dict[str, int] = {}
+        for r in tail:
+            counts[r.source] = counts.get(r.source, 0) + 1
+        if len(tail) >= EDGE_MIN_ROWS and len(counts) <= EDGE_MAX_SOURCES:
+            out.append((side, tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))))
+    return tuple(out)
+
+
+def edges_text(edges) -> str:
+    """'upper edge: rows of mit-orcd-engaging-b200 (9), chris-nccl-notes (1) at or beyond it'; '' where none named."""
+    return "; ".join(f"{side} edge: rows of " + ", ".join(f"{s} ({n})" for s, n in by) + " at or beyond it"
+                     for side, by in edges)
 
 
 def gpu_counts(rows) -> dict[str, int]:
@@ -110,6 +138,19 @@ class RegimeRows:
 
     def bounds(self) -> tuple[float, float]:
         return conformal_bounds([r.rho for r in self.rows])
+
+    def thin_miss(self) -> str:
+        """Rule C (mendC54, trust-findings "Session 54: mendC54 rule C"): where the rows meet the family's target but
+        trust/thin.thin_why finds them thin (each source once, >= 3 rows from >= 2 sources outside the largest), why
+        ('thin: 2 rows outside the largest source, 3 needed (trust/thin)'); else ''."""
+        target = target_of(self.family, self.regime)
+        if target is None or self.mean_abs_error > target.fraction:
+            return ""
+        per_source: dict[str, list[float]] = {}
+        for r in self.rows:
+            per_source.setdefault(r.source, []).append(100 * abs(1 / r.rho - 1))
+        why = thin_why(source_figures(per_source, 100 * target.fraction), 100 * target.fraction)
+        return f"thin: {why} (trust/thin)" if why else ""
 
     @property
     def mean_abs_error(self) -> float:
