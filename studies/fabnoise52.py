@@ -12,29 +12,28 @@ The matching rule (two rows are one configuration when ALL of these are equal):
                    one NVLink domain) and system.gpus_per_node;
     row            node count, collective (canonical op), the sizes (exact bytes; a peak row only matches a peak row over
                    the same sizes), the forced algorithm (none = NCCL's choice), the `nvls` flag and the forced protocol.
-The scenario is read only for its stated machine (NIC count and rate, from the source or its provider's spec); nothing
-the model computes enters the key. Relation of a pair: the same file (one source measured one configuration twice), the
-same source (source_group: one system, several files), or different sources (independent measurements of the kind).
+The scenario is read only for its stated machine (NIC count and rate, from the source or its provider's spec); nothing the model computes enters the
+key. Relation of a pair: the same file (one source measured one configuration twice), the same source (source_group: one system, several files), or
+different sources (independent measurements of the kind).
 
-Spread of a pair: |a/b - 1| with a the larger busbw (the larger of the two orientations). Pairs of one file pair share
-their two clusters, so the summaries also take each file pair once (its median over sizes). Median and 80th percentile
-(numpy linear interpolation). `*`: a file the held-out check marks an outlier (its own cards miss its median row by more
-than 1.5x: a slow cluster of an issue thread); the summaries are printed with and without the pairs that touch one.
+Spread of a pair: |a/b - 1| with a the larger busbw (the larger of the two orientations). Pairs of one file pair share their two clusters, so the
+summaries also take each file pair once (its median over sizes). Median and 80th percentile (numpy linear interpolation). `*`: a file the held-out
+check marks an outlier (its own cards miss its median row by more than 1.5x: a slow cluster of an issue thread); the summaries are printed with and
+without the pairs that touch one.
 
-Part 3, per source (its source_group's files): its rows with a partner of another source (no `*`) judged against the
-partners' mean |partner / row - 1|, or their median spread among themselves where smaller (partners of >= 2 other
-sources): the floor; its other rows, per machine kind, against the p80 of the kind's cross-source file-pair medians,
-only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes, op and forced algorithm (the
-pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict): outlier / slow cluster (every
-row `*`; a source mixing `*` and other files: judged on its other rows only, mendB53), model miss (above a floor,
-outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told (why); "on one file pair" where
-that is all it rests on. Nothing is fitted.
-Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised
-after its first print: (1, fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor ->
-model miss); (2, mendA52, cold review A52) the `*` class, minimum pairs, shape / per-kind scope, within-target label
-(Voltage Park -> partly told, on one pair); (3, mendA54, cold review A54 item 2) the partners' spread among themselves:
-the distance alone made a source far from agreeing peers read 'noise floor' by construction (the MGHPCC DGX H100 file:
-noise floor -> model miss; 4 sources within 10% -> above their floor). Part 4 keeps the distance.
+Part 3, per source (its source_group's files): its rows with a partner of another source (no `*`) judged against the partners' mean |partner / row -
+1|, or their median spread among themselves where smaller (partners of >= 2 other sources): the floor; its other rows, per machine kind, against the
+p80 of the kind's cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes, op and
+forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict): outlier / slow cluster (every row `*`; a
+source mixing `*` and other files: judged on its other rows only, mendB53), model miss (above a floor, outside 10%; inside: "within 10%, above its
+floor"), noise floor, partly told, not told (why); "on one file pair" where that is all it rests on. Nothing is fitted.
+Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised after its first print: (1,
+fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor -> model miss); (2, mendA52, cold review A52) the `*` class,
+minimum pairs, shape / per-kind scope, within-target label (Voltage Park -> partly told, on one pair); (3, mendA54, cold review A54 item 2) the
+partners' spread among themselves: the distance alone made a source far from agreeing peers read 'noise floor' by construction (the MGHPCC DGX H100
+file: noise floor -> model miss; 4 sources within 10% -> above their floor); (4, mendF54, final read 54 item 6) with partners from one other source
+only, a model at or under that distance is not told (one partner: the distance is the floor; Voltage Park: partly told -> not told). Part 4 keeps the
+distance.
 
     python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
 """
@@ -102,8 +101,7 @@ def family_of(kind: tuple) -> str:
 
 
 def machine_kind(ref, nodes: int) -> tuple:
-    """(gpu, link across nodes, node NIC bandwidth in Gb/s, gpus per node) from the file's system and its scenario's
-    stated machine."""
+    """(gpu, link across nodes, node NIC bandwidth in Gb/s, gpus per node) from the file's system and its scenario's stated machine."""
     from simcluster.machine_models import machine_nic, network_link
     from simcluster.reference import source_gpu
     from simcluster.scenario import load_variants
@@ -139,11 +137,9 @@ def collect(drop: tuple[str, ...] = ()) -> list[Row]:
             nodes = nccl.run_nodes(ref, run)
             if nodes < 2:
                 continue
-            if nodes not in kinds:
-                kinds[nodes] = machine_kind(ref, nodes)
+            kinds[nodes] = kinds.get(nodes) or machine_kind(ref, nodes)
             rows.append(Row(system.name, system.source, r.run, kinds[nodes], row_key(ref, run, nodes, r.sizes, r.peak),
-                            r.measured_Bps / 1e9, float(err), system.outlier, bool(run.get("approximate")),
-                            regimes.get(r.run, "")))
+                            r.measured_Bps / 1e9, float(err), system.outlier, bool(run.get("approximate")), regimes.get(r.run, "")))
     return rows
 
 
@@ -171,10 +167,9 @@ def file_pair_medians(pairs: list[Pair]) -> dict[tuple, float]:
 
 
 def floor_of(source: str, rows: list[Row], pairs: list[Pair], peers: bool = False) -> dict[tuple, float]:
-    """(file, run) -> the partners' mean |partner / row - 1| % for each of `source`'s rows with a cross-source partner
-    (partners marked * left out). peers (part 3's verdict, mendA54): where the partners come from >= 2 other sources, the
-    smaller of that and their median spread among themselves, the source left out (a row far from agreeing peers is not
-    at a floor; one wild partner of two does not lift a row that agrees with the other)."""
+    """(file, run) -> the partners' mean |partner / row - 1| % for each of `source`'s rows with a cross-source partner (partners marked * left out). peers
+    (part 3's verdict, mendA54): where the partners come from >= 2 other sources, the smaller of that and their median spread among themselves, the source
+    left out (a row far from agreeing peers is not at a floor; one wild partner of two does not lift a row that agrees with the other)."""
     partners = defaultdict(list)
     for p in (q for q in pairs if q.relation == "different sources"):
         for mine, other in ((p.a, p.b), (p.b, p.a)):
@@ -188,8 +183,8 @@ def floor_of(source: str, rows: list[Row], pairs: list[Pair], peers: bool = Fals
     return out
 
 
-REVISED = {"nccl-voltagepark-h100-x4": "; the rule's first print: noise floor, its first revision: model miss (its "
-           "other rows against the 2-node kind spread), its second (mendA52): this",   # the docstring's revisions
+REVISED = {"nccl-voltagepark-h100-x4": "; first print: noise floor, revision 1: model miss (its other rows against the "
+           "2-node kind spread), 2 (mendA52): partly told, on one pair, 4 (mendF54): this",   # the docstring's revisions
            "chris-nccl-notes": "; before revision 3 (mendA54): noise floor (the DGX file's own distance from its peers)"}
 MIN_KIND_PAIRS, MIN_KIND_SOURCES = 2, 3   # a kind's spread judges unpaired rows only from this many file pairs / sources
 
@@ -241,11 +236,13 @@ class Verdict:
     kind_pairs: int = 0
     outlier: bool = False        # every row in a file the held-out check marks * (a known slow cluster)
     why_untold: str = "no other source of its kind"
+    partner_sources: int = 2     # other sources among the paired rows' partners (revision 4: one cannot tell a floor)
 
     @property
     def parts(self) -> list[str]:
         """Each judged part: 'floor' or 'miss'; 'untold' for rows no partner or kind spread can judge."""
-        return ((["floor" if self.model_paired_pct <= self.floor_pct else "miss"] if self.paired else [])
+        at = "floor" if self.partner_sources >= 2 else "one partner"   # revision 4: one partner's distance is no floor
+        return (([at if self.model_paired_pct <= self.floor_pct else "miss"] if self.paired else [])
                 + list(self.rest_parts) + (["untold"] if self.rest > self.judged_rest else []))
 
     @property
@@ -256,16 +253,18 @@ class Verdict:
 
     @property
     def verdict(self) -> str:
-        """outlier / slow cluster: every row in a * file, not judged; model miss: a judged part above its floor and the
-        source outside the target (within it: above its floor, not a miss); noise floor: every part judged and at it;
-        partly told: the judged rows at their floor, the others not judged; not told: no row judged (and why)."""
+        """outlier / slow cluster: every row in a * file, not judged; model miss: a judged part above its floor and the source outside the target (within
+        it: above its floor, not a miss); noise floor: every part judged and at it; partly told: the judged rows at their floor, the others not judged; not
+        told: no row judged (and why)."""
         parts = self.parts
         if self.outlier:
             return "outlier / slow cluster (held-out *): not judged"
         if "miss" in parts:
             label = "model miss" if self.held_out_pct > TARGET_PCT else f"within {TARGET_PCT:.0f}%, above its floor"
         elif "floor" in parts:
-            label = "noise floor" if "untold" not in parts else "partly told (judged rows at the floor)"
+            label = "noise floor" if set(parts) == {"floor"} else "partly told (judged rows at the floor)"
+        elif "one partner" in parts:
+            return "not told: one partner source (its distance is the floor)"
         else:
             return f"not told: {self.why_untold}"
         untold = self.rest - self.judged_rest
@@ -277,8 +276,8 @@ def _mean(xs: list[float]) -> float | None:
     return float(np.mean(xs)) if xs else None
 
 def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, float]]) -> list[Verdict]:
-    """One Verdict per source with multi-node rows (module docstring, part 3); its unpaired rows judged per machine kind
-    (a source may span two), only where the kind's spread rests on enough pairs and covers the row's shape."""
+    """One Verdict per source with multi-node rows (module docstring, part 3); its unpaired rows judged per machine kind (a source may span two), only where
+    the kind's spread rests on enough pairs and covers the row's shape."""
     floors_by_kind, out = kind_floors(rows, pairs), []
     for source, (n, pct) in held_out.items():
         if not (every := [r for r in rows if r.source == source]):
@@ -291,15 +290,16 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
         used = {r.kind: floors_by_kind[r.kind] for r in judged}
         parts = tuple("floor" if _mean([abs(r.model_pct) for r in judged if r.kind == k]) <= f.p80_pct else "miss"
                       for k, f in used.items())
-        partner_files = {tuple(sorted((p.a.file, p.b.file))) for p in pairs if p.relation == "different sources"
-                         and not p.outlier and ((p.a.source == source) != (p.b.source == source))}
+        cross = [p for p in pairs if p.relation == "different sources" and not p.outlier and (p.a.source == source) != (p.b.source == source)]
+        partner_files = {tuple(sorted((p.a.file, p.b.file))) for p in cross}
         why = ("no other source of its kind" if not any(floors_by_kind[k].file_pairs for k in kinds) else
                f"too few pairs of its kind (fewer than {MIN_KIND_PAIRS} file pairs from {MIN_KIND_SOURCES} sources)"
                if not any(floors_by_kind[k].enough for k in kinds) else "no pair of its rows' shape (nodes, op)")
         out.append(Verdict(source, " / ".join(kind_label(k) for k in kinds), n, pct, len(paired), _mean([floors[(r.file, r.run)] for r in paired]),
                            _mean([abs(r.model_pct) for r in paired]), len(rest), _mean([abs(r.model_pct) for r in judged]),
                            _mean([f.p80_pct for f in used.values()]), len(judged), parts, len(partner_files),
-                           sum(f.file_pairs for f in used.values()), all(r.outlier for r in every), why))
+                           sum(f.file_pairs for f in used.values()), all(r.outlier for r in every), why,
+                           len({p.b.source if p.a.source == source else p.a.source for p in cross})))
     return out
 
 
@@ -379,9 +379,9 @@ def main() -> None:
 
 
 def print_regimes(rows: list[Row], pairs: list[Pair]) -> None:
-    """Part 4: by the error-band table's regime, the multi-node rows of files not marked * (a slow cluster's rows would
-    carry its distance from the class as a floor), those with a cross-source partner (not *): the partners' mean |error|
-    (the floor) and the model's held-out mean |error| on the same rows, beside all the regime's rows (* files' too)."""
+    """Part 4: by the error-band table's regime, the multi-node rows of files not marked * (a slow cluster's rows would carry its distance from the class as
+    a floor), those with a cross-source partner (not *): the partners' mean |error| (the floor) and the model's held-out mean |error| on the same rows,
+    beside all the regime's rows (* files' too)."""
     floors = {k: f for source in sorted({r.source for r in rows}) for k, f in floor_of(source, rows, pairs).items()}
     print("\n## 4. By error-band regime (the rows' regime in validate --published nccl; the model's error here is the "
           "held-out check's)")

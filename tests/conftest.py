@@ -314,6 +314,18 @@ def wrong_bundles(tmp_path: Path, other_set: str, own_set: str) -> tuple[Path, P
     return empty, other, keyless
 
 
+
+def refused_in_one_line(main, capsys, tmp_path: Path, cases) -> None:
+    """A read-out's main on each (folder, words) of `cases` and on a file given as the bundle: exit 1, one stderr line
+    holding the words (a file: "not a bundle folder"), no traceback (final read 54 item 8: one copy for moe54 / moe54c)."""
+    for folder, said in cases:
+        assert main([str(folder)]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main([str(f)]) == 1 and "not a bundle folder" in capsys.readouterr().err
+
 def refuses_paths_a_keyless_row_and_a_foreign_registration(s, bundle: Path, tmp_path: Path, capsys, keys: tuple[str, ...],
                                                             keyless_match: str, foreign_set: str) -> None:
     """A registered set's read-out module `s` (main / read_out) refuses in one line each: a missing bundle, a file given

@@ -127,7 +127,8 @@ def test_a_source_far_from_peers_that_agree_is_a_miss_not_at_its_floor(study):
     """Cold review A54 item 2 (mendA54): a, b, c agree within 2% on a 2-node all_reduce; s measures 50 GB/s, the model
     (near a, b, c) 100% off s. The distance alone gives s a floor of ~100% (its own deviation: 'noise floor' by
     construction); the peers' median spread among themselves (2%) makes it a model miss. With one partner only (s and a)
-    the two cannot be told apart: the distance stays the floor."""
+    the two cannot be told apart: the distance stays the floor, and a model at it is not told (revision 4, mendF54, final
+    read 54 item 6: before it, "noise floor" by construction)."""
     rows = [_synthetic(study, s, f"f{s}", K, AR2, 100.0 + i, 1.0) for i, s in enumerate("abc")]
     rows.append(_synthetic(study, "s", "fs", K, AR2, 50.0, 100.0))
     held = {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "s": (1, 100.0)}
@@ -136,7 +137,7 @@ def test_a_source_far_from_peers_that_agree_is_a_miss_not_at_its_floor(study):
     assert v.verdict == "model miss"
     assert study.floor_of("s", rows, study.pairs_of(rows))[("fs", 0)] == pytest.approx(100 * np.mean([0.0, 0.02, 0.04]) + 100)
     two = _verdicts(study, [rows[0], rows[3]], {"a": (1, 1.0), "s": (1, 100.0)})["s"]
-    assert two.floor_pct == pytest.approx(100.0) and two.verdict == "noise floor; on one file pair"
+    assert two.floor_pct == pytest.approx(100.0) and two.verdict == "not told: one partner source (its distance is the floor)"
 
 
 def _synthetic(study, source, file, kind, key, busbw, model_pct, outlier=False, run=0):
@@ -176,8 +177,10 @@ def test_classify_on_synthetic_rows_reaches_each_verdict(study):
     assert (v["d"].judged_rest, v["d"].rest) == (1, 2) and v["d"].verdict == "partly told (judged rows at the floor)"
     assert v["e"].verdict == "not told: no pair of its rows' shape (nodes, op)"
     assert v["f"].verdict == "outlier / slow cluster (held-out *): not judged"    # never a model miss
-    # g and h: another kind with one file pair between two sources: too few for a kind spread; each pair on one pair
-    assert v["g"].verdict == "noise floor; on one file pair" and v["h"].verdict.endswith("on one file pair")
+    # g and h: another kind with one file pair between two sources: too few for a kind spread; one partner source each:
+    # g at the distance is not told (revision 4), h above it is above its floor, on one pair
+    assert v["g"].verdict == "not told: one partner source (its distance is the floor)"
+    assert v["h"].verdict == "within 10%, above its floor; on one file pair"
     lone = _verdicts(study, rows + [_synthetic(study, "i", "fi", K2, AG4, 5.0, 3.0)], {**held, "i": (1, 3.0)})
     assert lone["i"].verdict.startswith("not told: too few pairs of its kind")
 

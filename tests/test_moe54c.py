@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 import yaml
-from conftest import ROOT, cpu_dry_run, fresh_register_equals, load_script, wrong_bundles
+from conftest import ROOT, cpu_dry_run, fresh_register_equals, load_script, refused_in_one_line, wrong_bundles
 
 BUNDLE = ROOT / "calibration" / "h200x1-moe54c-2026-12-01"
 s = load_script("validation/moe54c.py")
@@ -96,14 +96,8 @@ def test_the_read_out_refuses_a_quick_run_a_missing_record_or_a_failed_cell_in_o
 def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp_path, capsys):
     empty, other, keyless = wrong_bundles(tmp_path, "moe54", "moe54c")
     (keyless / "runs" / s.TRACE).write_text(json.dumps({"device": {}, "quick": False, "records": []}))
-    for folder, said in ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moe54', expected 'moe54c'"),
-                         (keyless, "no positive time_s for impl mcore cell ep16-mb4")):
-        assert s.main([str(folder)]) == 1
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and said in err and "Traceback" not in err, err
-    f = tmp_path / "file"
-    f.write_text("x")
-    assert s.main([str(f)]) == 1 and "not a bundle folder" in capsys.readouterr().err
+    refused_in_one_line(s.main, capsys, tmp_path, ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moe54', expected 'moe54c'"),
+                         (keyless, "no positive time_s for impl mcore cell ep16-mb4")))
 
 
 def test_the_device_script_runs_its_cpu_dry_run():

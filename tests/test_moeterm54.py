@@ -4,6 +4,7 @@ judges synthetic rows by the registered thresholds."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -91,11 +92,13 @@ def test_build_work_moves_only_when_on_and_under_a2a_overlap_too():
 
 def test_regime_hidden_local_experts_and_host_count():
     model, par, batch, gpu = _layer()
-    fwd, bwd = compiled.layer_ops(model, par, batch, MEGATRON)
-    assert moe_host_floor.in_regime(model, par, gpu, fwd, bwd, batch.precision, MEGATRON)   # 8 local experts, micro-batch 1
+    ungraphed = replace(MEGATRON, moe_graphs=False)
+    fwd, bwd = compiled.layer_ops(model, par, batch, ungraphed)
+    assert moe_host_floor.in_regime(model, par, gpu, fwd, bwd, batch.precision, ungraphed)   # 8 local experts, micro-batch 1
+    assert not moe_host_floor.in_regime(model, par, gpu, fwd, bwd, batch.precision, MEGATRON)   # graphed (revision 1)
     for m in (_layer(experts=16)[0], _layer(hidden=5120)[0]):                              # 4 local experts; hidden > 4096
-        f2, b2 = compiled.layer_ops(m, par, batch, MEGATRON)
-        assert not moe_host_floor.in_regime(m, par, gpu, f2, b2, batch.precision, MEGATRON)
+        f2, b2 = compiled.layer_ops(m, par, batch, ungraphed)
+        assert not moe_host_floor.in_regime(m, par, gpu, f2, b2, batch.precision, ungraphed)
     assert not moe_host_floor.in_regime(model, par, gpu, fwd, bwd, batch.precision, MEGATRON_LOCAL)   # not a floor framework
     assert moe_sync.applies(MEGATRON, par) and moe_host_floor.prices(MEGATRON, _layer(a2a=True)[1])
 
@@ -143,6 +146,7 @@ def test_recorded_after_reads_git():
 def test_registration_is_fresh(tmp_path, monkeypatch):
     reg = fresh_register_equals(script, BUNDLE, tmp_path, monkeypatch, "commit")
     assert reg["ratio"] == moe_host_floor.SERIAL_RATIO and script.DEVELOPMENT[0] in reg["files"]
+    assert reg["c"] == pytest.approx(147.2e-6) and reg["c_s"] == pytest.approx(1.559 * 147.2e-6)   # revision 1: c_s in seconds
 
 
 @needs_history

@@ -9,20 +9,27 @@ Rows: validate --published llm's rows with an error that the project labels held
 families MoE, Megatron/NeMo and fp8, each in one class:
   development  a row of a DEVELOPMENT file (AWS's Qwen3-30B-A3B cells: their gap chose the term and its constant,
                moe54 / moe54b / moe54c): reported, never judged;
-  regime       a MoE row in the floor's regime (moe_host_floor.in_regime: a framework it prices, hidden <= 4096, >= 8 local
-               experts, the model's own serial host count at c above the pass's compute) recorded AFTER the registration
+  regime       a MoE row in the floor's regime (moe_host_floor.in_regime: a framework it prices, router / preprocess not
+               CUDA-graphed, hidden <= 4096, >= 8 local experts, the model's own serial host count at c above the pass's
+               compute) recorded AFTER the registration
                (recorded_after: its file is not among registered.yaml's `files`, calibration/published/llm-*.yaml at the
                registering commit read from git, and the commit that added it descends from that commit; or its index is
                at or beyond the count of runs `files` holds and its file's newest commit descends from it; a file from a
                branch made beside the registration is not "after");
   seen         a MoE row in the regime recorded before (printed under candidate floors in moe54b): reported, not judged;
-  guard        every other row (MoE outside the regime, Megatron/NeMo, fp8).
+  guard        every other row (MoE outside the regime -- graphed recipes among them --, Megatron/NeMo, fp8); the
+               development file's rows are not in the guard.
 Rule (fixed at registration; registered.yaml `rule`, `thresholds`):
   NOT JUDGED   fewer than MIN_ROWS regime rows, or fewer than MIN_SOURCES sources among them (source_group: R1-R4);
-  ON           the regime rows' mean |error| falls by >= GAIN_PTS points with the floor on (c_s = registered ratio x c),
+  ON           the regime rows' mean |error| falls by >= GAIN_PTS points with the floor on (c_s as registered, in seconds:
+               the read-out enables ratio = c_s / today's c, so a refit of c does not move c_s),
                and each guard family's (MoE, Megatron/NeMo, fp8) mean |error| rises by <= GUARD_PTS point;
   OFF          otherwise.
-The floor is computed on no row unless the rule is judged (or for --development, the AWS rows alone)."""
+The floor is computed on no row unless the rule is judged (or for --development, the AWS rows alone).
+REGISTERED REVISION 1 (final read 54 item 2; made after the development prints of studies/moeterm54_dev.txt, with 0 regime
+rows in existence, so no held-out row was seen): the regime excludes CUDA-graphed router / preprocess (the term's stated
+valid range), c (147.2 us) and c_s (229.4 us) are recorded and c_s is fixed in seconds, and the rule text says the
+development rows are not in the guard."""
 
 from __future__ import annotations
 
@@ -40,17 +47,19 @@ sys.path.insert(0, str(ROOT / "studies"))
 from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_host_floor  # noqa: E402
+from simcluster.llm.framework import MEGATRON  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "rule-moeterm54-2026-12-01"
 PUBLISHED = "calibration/published"
 DEVELOPMENT = ("llm-awsome-megatron-bridge-qwen3-30b-p5-h100",)
 FAMILIES = ("MoE", "Megatron/NeMo", "fp8")
 MIN_ROWS, MIN_SOURCES, GAIN_PTS, GUARD_PTS = 4, 2, 5.0, 0.5
-RULE = (f"regime rows = held-out MoE rows in moe_host_floor.in_regime recorded after the registration (recorded_after: a file not in "
+RULE = (f"regime rows = held-out MoE rows in moe_host_floor.in_regime (router / preprocess not CUDA-graphed) recorded after the "
+        f"registration (recorded_after: a file not in "
         f"`files` added by a commit descending from `commit`, or a row beyond its file's count there whose newest commit descends from it); NOT JUDGED if "
         f"< {MIN_ROWS} of them or < {MIN_SOURCES} source_groups; else ON if their mean |error| falls by >= {GAIN_PTS} points with the floor "
-        f"on and each guard family's ({', '.join(FAMILIES)}; held-out rows outside the regime and the development files) mean "
-        f"|error| rises by <= {GUARD_PTS} point; else OFF")
+        f"on (c_s fixed in seconds as registered) and each guard family's ({', '.join(FAMILIES)}: held-out rows outside the regime, "
+        f"graphed ones included; the development file's rows excluded) mean |error| rises by <= {GUARD_PTS} point; else OFF")
 
 
 def git(*args: str, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess:
@@ -81,12 +90,14 @@ def recorded_after(source: str, run: int, files: dict[str, int], commit: str) ->
 def register(path: Path) -> None:
     commit = registering_commit(ROOT)
     doc = {"set": "moeterm54", "issue": 44, "commit": commit, "term": "simcluster/llm/moe_host_floor.py",
-           "ratio": moe_host_floor.SERIAL_RATIO, "c_s_source": "calibration/h200x1-moe54c-2026-12-01 RULE CS (readout.txt)",
+           "ratio": moe_host_floor.SERIAL_RATIO, "c_s": moe_host_floor.SERIAL_RATIO * MEGATRON.moe_sync_kernel_s,
+           "c": MEGATRON.moe_sync_kernel_s, "units": "c, c_s: seconds", "c_s_source": "calibration/h200x1-moe54c-2026-12-01 RULE CS (readout.txt)",
            "rule": RULE, "thresholds": {"min_rows": MIN_ROWS, "min_sources": MIN_SOURCES, "gain_pts": GAIN_PTS, "guard_pts": GUARD_PTS},
            "regime": {"hidden_max": moe_host_floor.REGIME_HIDDEN, "local_experts_min": moe_host_floor.REGIME_LOCAL_EXPERTS,
                       "host_count_over_compute": "> 1 at c (moe_host_floor.in_regime)"},
            "development": list(DEVELOPMENT), "families": list(FAMILIES), "files": files_at(commit)}
-    write_registration(path, "# registered before the term was printed outside its development rows (validation/moeterm54.py --register)\n"
+    write_registration(path, "# REGISTERED REVISION 1 (final read 54 item 2): made after the development prints (studies/moeterm54_dev.txt), "
+                       "with 0 regime rows in existence (validation/moeterm54.py --register)\n"
                        + yaml.safe_dump(doc, sort_keys=False, width=140))
 
 
@@ -96,13 +107,13 @@ def read_registration(bundle: Path) -> dict:
         reg = yaml.safe_load(path.read_text())
         if reg.get("set") != "moeterm54":
             raise SimclusterError(f"{path}: set {reg.get('set')!r}, expected 'moeterm54' (another registration?)")
-        reg["files"], reg["ratio"], reg["thresholds"]["min_rows"]
+        reg["files"], float(reg["c_s"]), reg["thresholds"]["min_rows"]
     except FileNotFoundError:
         raise SimclusterError(f"{path}: missing (the rule's registration)") from None
     except OSError as exc:
         raise SimclusterError(f"{bundle}: not a registration folder ({type(exc).__name__}: {exc.strerror})") from None
     except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
-        raise SimclusterError(f"{path}: not the moeterm54 registration ({type(exc).__name__}: {exc}; expected set, files, ratio, thresholds)") from None
+        raise SimclusterError(f"{path}: not the moeterm54 registration ({type(exc).__name__}: {exc}; expected set, files, c_s, thresholds)") from None
     return reg
 
 
@@ -158,7 +169,8 @@ def read_out(bundle: Path) -> dict:
     rows = classify(validate_published_llm().rows, lambda s, i: recorded_after(s, i, reg["files"], reg["commit"]))
     verdict = judge(rows, reg["thresholds"])
     if not verdict.startswith("NOT JUDGED"):   # judged: the same rows with the floor on, then the verdict on both
-        after = {(r.source, r.run): r.error for r in floor_on(validate_published_llm, float(reg["ratio"])).rows}
+        ratio = float(reg["c_s"]) / MEGATRON.moe_sync_kernel_s   # c_s fixed in seconds (revision 1)
+        after = {(r.source, r.run): r.error for r in floor_on(validate_published_llm, ratio).rows}
         for r in rows:
             r["after"] = after[r["key"]]
         verdict = judge(rows, reg["thresholds"])
