@@ -3,6 +3,8 @@
 trust/thin reads its rows thin (then its answers read extrapolated). `PYTHONPATH=. python studies/ruleC54_verdicts.py`
 writes the lines of studies/ruleC54_verdicts.txt to stdout."""
 
+from pathlib import Path
+
 from simcluster.trust.table import load_table
 from simcluster.trust.targets import target_miss
 
@@ -17,4 +19,10 @@ def lines() -> list[str]:
 
 
 if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import study_args  # an unknown argument refused before the study runs
+
+    study_args.check()
     print("\n".join(lines()))
