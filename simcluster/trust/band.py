@@ -8,7 +8,6 @@ from simcluster.trust.moved import Moves
 from simcluster.trust.noise import FloorVerdict, floor_verdict
 from simcluster.trust.regime import Regime, transport_regime
 from simcluster.trust.table import LEVEL, MIN_ROWS, MIN_SOURCES, Table, band_edges, edges_text, gpu_counts, load_table
-from simcluster.trust.targets import target_miss
 
 STATUSES = ("validated", "extrapolated", "unvalidated")
 AXIS_UNITS = {"gpus": "GPUs", "accelerators": "accelerators"}
@@ -268,9 +267,10 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
         outside = ""
         if regime.axis and regime.scale is not None and not (low <= regime.scale <= high):
             outside = f"{regime.axis} {int(regime.scale)} outside the validated {int(low)}-{int(high)}"
-        trust = Trust(regime, "validated", rows.bounds(), len(rows.rows), len(rows.sources),
+        band = rows.bounds()
+        trust = Trust(regime, "validated", band, len(rows.rows), len(rows.sources),
                       (low, high) if regime.axis else None, outside, gpus=tuple(rows.gpus.items()), moves=rows.moves,
-                      verdict=verdict, edges=band_edges(rows.rows, rows.bounds()))
+                      verdict=verdict, edges=band_edges(rows.rows, band))
         if trust.noise_limited:   # the error at the machines' run-to-run noise: unvalidated (trust/noise.py), its own
             # band widened to all its rows, as an unvalidated regime's is (pooled_band): a run anywhere in that noise
             own_range = (min(r.rho for r in rows.rows), max(r.rho for r in rows.rows))
@@ -281,8 +281,7 @@ def _keyed_trust(regime: Regime, table: Table | None) -> Trust:
             return replace(trust, status="unvalidated")   # its own band; the caveat says why (cold review B47 item 2)
         # rows that miss their family's target (trust/targets, session 54), an axis outside the rows' range, or a GPU
         # none of them ran on: the band carried past what its rows validate (extrapolated)
-        outside = "; ".join(w for w in (target_miss(rows.family, rows.regime, rows.mean_abs_error), rows.thin_miss(),
-                                         outside) if w)   # rule C (mendC54): rows meeting it on one source's rows
+        outside = "; ".join(w for w in (*rows.misses(), outside) if w)   # rule C (mendC54): thin rows meeting it
         return replace(trust, status="extrapolated", outside=outside) if outside or trust.gpu_in_band is False else trust
     link = table.pool_link(regime.family, regime.key)   # a collective regime: its link's rows where enough for a band
     pooled = table.family_rows(regime.family, link)

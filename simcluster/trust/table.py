@@ -28,7 +28,7 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.trust.moved import Moves, moves_of
 from simcluster.trust.regime import gpu_model
-from simcluster.trust.targets import target_of
+from simcluster.trust.targets import target_miss, target_of
 from simcluster.trust.thin import source_figures, thin_why
 
 TABLE = Path(__file__).with_name("error_bands.json")
@@ -152,7 +152,13 @@ class RegimeRows:
         why = thin_why(source_figures(per_source, 100 * target.fraction), 100 * target.fraction)
         return f"thin: {why} (trust/thin)" if why else ""
 
-    @property
+    def misses(self) -> tuple[str, str]:
+        """Why rows enough for a band may still not read validated: (their mean |error| over the family's target,
+        trust/targets; thin by trust/thin, rule C), '' each where it holds. The one decision trust/band.trust_of and the
+        accuracy page's status column both read."""
+        return target_miss(self.family, self.regime, self.mean_abs_error), self.thin_miss()
+
+    @functools.cached_property
     def mean_abs_error(self) -> float:
         """The rows' mean |error| as a fraction, each row once: |1/rho - 1| = |predicted time / measured time - 1|
         (the "mean abs error" of docs/accuracy.md; what trust/targets judges against the family's target)."""
