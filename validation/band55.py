@@ -4,8 +4,9 @@ registered before the candidate was printed on any row, judged only on sources r
     PYTHONPATH=. python validation/band55.py --register calibration/rule-band55-2026-12-01/registered.yaml
     PYTHONPATH=. python validation/band55.py [BUNDLE] [--table PATH]   # the judgement (NOT JUDGED until enough new rows)
 
-Rows: the error-band table's held-out rows (--table, default simcluster/trust/error_bands.json as shipped when read; the
-lead regenerates it with `simcluster validate --error-bands` first). A row is NEW when its source (the table's unit held out
+Rows: the error-band table's held-out rows (--table PATH; else BUNDLE/runs/error_bands.json where the judging read froze
+the table it read; else simcluster/trust/error_bands.json as shipped when read, which the lead regenerates with
+`simcluster validate --error-bands` first). A row is NEW when its source (the table's unit held out
 together: a source_group, R1-R4) is not among the sources the table held at the registering commit (registered.yaml
 `sources`, read from git at that commit) and every published file its rows come from (calibration/published/STEM.yaml,
 STEM the row's first word or its source) entered the checkout's first-parent history (main) at or after a commit that
@@ -185,7 +186,8 @@ def read_out(bundle: Path, table_path: str | None = None) -> dict:
     if table_path is not None and not Path(table_path).is_file():
         raise SimclusterError(f"{table_path}: no error-band table there (expected a file written by simcluster validate "
                               "--error-bands)")
-    table = load_table(table_path)
+    frozen = Path(bundle) / "runs" / "error_bands.json"
+    table = load_table(table_path or (str(frozen) if frozen.is_file() else None))
     try:
         if git("merge-base", "--is-ancestor", reg["commit"], "HEAD", ok=(0, 1, 128)).returncode != 0:
             raise NoHistory(f"the registering commit {reg['commit'][:12]} is not in this checkout's history")
