@@ -13,7 +13,9 @@ STEM the row's first word or its source) entered the checkout's first-parent his
 descends from the registering commit and was absent from the registering commit's tree. New rows whose source names no
 published file (lab bundles) are counted, not judged. The bands are built from the OLD rows only (the rows of registered
 sources in the same table), by the shipped rule (trust/band.trust_of) and by the candidate (sourceband.candidate_trust).
-Rule (fixed at registration; registered.yaml `rule`, `thresholds`):
+Rule (fixed at registration; registered.yaml `rule`, `thresholds`), per family of the new rows (REGISTERED REVISION 1, made
+after the development print studies/band55_dev.txt with 0 new rows in existence: the candidate pools every one-node
+collective and every published llm regime, so a verdict on one family's new sources says nothing of another's):
   NOT JUDGED   fewer than MIN_NEW_SOURCES new sources or fewer than MIN_NEW_ROWS new rows with a band; or no git history;
   ADOPT        the candidate's coverage of the new rows, each new source weighing one (the mean over new sources of the
                share of their rows inside), is >= FLOOR_PCT, and either the shipped rule's is < FLOOR_PCT with the
@@ -50,7 +52,8 @@ RULE = (f"new rows = held-out rows of the error-band table whose source is not i
         f"the first-parent history at or after a descendant of `commit` (absent from its tree); bands from the old rows only "
         f"(shipped: trust/band.trust_of; candidate: trust/sourceband.candidate_trust, each source weighing one, >= "
         f"{sourceband.SW_MIN_SOURCES} sources for a band of its own); NOT JUDGED if < {MIN_NEW_SOURCES} new sources or < "
-        f"{MIN_NEW_ROWS} new rows with a band; else ADOPT if the candidate's coverage with each new source weighing one is >= "
+        f"{MIN_NEW_ROWS} new rows with a band; judged per family (revision 1: each family of the new rows its own verdict, from its own new "
+        f"rows; ADOPT moves that family's bands only); else ADOPT if the candidate's coverage with each new source weighing one is >= "
         f"{FLOOR_PCT}% and either the shipped rule's is < {FLOOR_PCT}% with the median half-width ratio candidate / shipped "
         f"<= {MAX_RATIO}, or that ratio is <= 1; else KEEP")
 
@@ -86,14 +89,15 @@ def register(path: Path) -> None:
         sources.setdefault(r.family, [])
         if r.source not in sources[r.family]:
             sources[r.family].append(r.source)
-    doc = {"set": "band55", "issue": "error bands", "commit": commit, "candidate": "simcluster/trust/sourceband.py",
+    doc = {"set": "band55", "issue": "error bands", "revision": 1, "commit": commit, "candidate": "simcluster/trust/sourceband.py",
            "level": LEVEL, "sw_min_sources": sourceband.SW_MIN_SOURCES, "table": TABLE, "table_sha256": sha,
            "table_rows": len(table.residuals), "rule": RULE,
            "thresholds": {"min_new_sources": MIN_NEW_SOURCES, "min_new_rows": MIN_NEW_ROWS, "floor_pct": FLOOR_PCT,
                           "max_ratio": MAX_RATIO},
            "sources": {f: sorted(s) for f, s in sorted(sources.items())}}
-    write_registration(path, "# REGISTERED: the source-weighted band's adoption rule, before the candidate was printed on any row "
-                       "(validation/band55.py --register)\n" + yaml.safe_dump(doc, sort_keys=False, width=140))
+    write_registration(path, "# REGISTERED REVISION 1: the source-weighted band's adoption rule, judged per family; made after the "
+                       "development print (studies/band55_dev.txt) with 0 new rows in existence (validation/band55.py --register)\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=140))
 
 
 def read_registration(bundle: Path) -> dict:
@@ -193,9 +197,17 @@ def read_out(bundle: Path, table_path: str | None = None) -> dict:
             raise NoHistory(f"the registering commit {reg['commit'][:12]} is not in this checkout's history")
         old, new, lab = split(table, reg)
     except NoHistory as exc:
-        return {"commit": reg["commit"], "checks": [], "lab": [], "verdict": f"NOT JUDGED (no git history: {exc})"}
+        return {"commit": reg["commit"], "checks": [], "lab": [], "verdicts": [f"RULE ADOPT: NOT JUDGED (no git history: {exc})"]}
     checks = sourceband.compare(new, Table(old))
-    return {"commit": reg["commit"], "checks": checks, "lab": lab, "verdict": judge(checks, reg["thresholds"])}
+    return {"commit": reg["commit"], "checks": checks, "lab": lab, "verdicts": verdicts(checks, reg["thresholds"])}
+
+
+def verdicts(checks, th: dict) -> list[str]:
+    """One `RULE ADOPT FAMILY: ...` line per family of the new rows (revision 1); with none, one NOT JUDGED line."""
+    if not checks:
+        return [f"RULE ADOPT: {judge(checks, th)}"]
+    return [f"RULE ADOPT {family}: {judge([c for c in checks if c.row.family == family], th)}"
+            for family in sorted({c.row.family for c in checks})]
 
 
 def _pct(x: float | None) -> str:
@@ -220,7 +232,7 @@ def show(res: dict) -> None:
                   f"{sum(getattr(c, cov) for c in val)} of {len(val)} covered (printed, not judged)")
     if res["lab"]:
         print(f"# new sources naming no published file (not judged): {', '.join(res['lab'])}")
-    print(f"RULE ADOPT: {res['verdict']}")
+    print("\n".join(res["verdicts"]))
 
 
 def main(argv: list[str] | None = None) -> int:

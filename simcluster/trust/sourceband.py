@@ -147,6 +147,12 @@ class Compared:
     def candidate_covered(self) -> bool:
         return self.inside(self.candidate, self.row.rho)
 
+    def of(self, rule: str) -> tuple[tuple[float, float], str, bool]:
+        """(band, status, covered) by `rule`: 'shipped' or 'candidate'."""
+        if rule == "shipped":
+            return self.shipped, self.shipped_status, self.shipped_covered
+        return self.candidate, self.candidate_status, self.candidate_covered
+
 
 def half_width_pct(band: tuple[float, float]) -> float:
     """A band's half-width as a percentage of the answer: (upper - lower) / 2 x 100, as build.held_out_coverage's."""
