@@ -14,7 +14,7 @@ from simcluster.trust.table import Residual, Table
 script = load_script("validation/band55.py")
 BUNDLE = ROOT / "calibration" / "rule-band55-2026-12-01"
 TH = {"min_new_sources": 2, "min_new_rows": 20, "floor_pct": 70.0, "max_ratio": 3.0}
-REG_COMMIT = "72331f8e8797ad0a03d119f036ad7537ed371b0b"
+REG_COMMIT = "005ea59b98cb07e3c2544c30787769fdbdf6be56"
 
 
 def _history() -> bool:
@@ -109,7 +109,7 @@ def test_not_judged_at_registration(capsys):
     assert script.main([str(BUNDLE), "--table", str(shipped)]) == 0
     out = capsys.readouterr().out
     if not new:   # as registered: byte for byte
-        assert out == (BUNDLE / "readout-at-registration.txt").read_text()
+        assert out == (BUNDLE / "readout-at-revision-1.txt").read_text()
     else:         # new sources entered, not yet frozen and read: one verdict line all the same
         assert out.count("RULE ADOPT ") >= 1
 
