@@ -39,7 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import refuse_existing, registering_commit, write_registration  # noqa: E402
+from simcluster.heldout.registration import (  # noqa: E402
+    read_rule_registration,
+    refuse_existing,
+    registering_commit,
+    write_registration,
+)
 from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.trust import sourceband  # noqa: E402
 from simcluster.trust.table import LEVEL, Table  # noqa: E402
@@ -101,20 +106,8 @@ def register(path: Path) -> None:
 
 
 def read_registration(bundle: Path) -> dict:
-    path = Path(bundle) / "registered.yaml"
-    try:
-        reg = yaml.safe_load(path.read_text())
-        if reg.get("set") != "band55":
-            raise SimclusterError(f"{path}: set {reg.get('set')!r}, expected 'band55' (another registration?)")
-        reg["commit"], reg["sources"].items(), reg["thresholds"]["floor_pct"]
-    except FileNotFoundError:
-        raise SimclusterError(f"{path}: missing (the rule's registration)") from None
-    except OSError as exc:
-        raise SimclusterError(f"{bundle}: not a registration folder ({type(exc).__name__}: {exc.strerror})") from None
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
-        raise SimclusterError(f"{path}: not the band55 registration ({type(exc).__name__}: {exc}; expected set, commit, "
-                              "sources, thresholds)") from None
-    return reg
+    return read_rule_registration(bundle, "band55", lambda reg: (reg["commit"], reg["sources"].items(), reg["thresholds"]["floor_pct"]),
+                                  "set, commit, sources, thresholds")
 
 
 def files_of(rows) -> set[str] | None:
