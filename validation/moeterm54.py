@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "studies"))
 
 from simcluster.errors import SimclusterError  # noqa: E402
-from simcluster.heldout.registration import registering_commit, set_main, write_registration  # noqa: E402
+from simcluster.heldout.registration import read_rule_registration, registering_commit, set_main, write_registration  # noqa: E402
 from simcluster.llm import moe_host_floor  # noqa: E402
 from simcluster.llm.framework import MEGATRON  # noqa: E402
 
@@ -102,19 +102,8 @@ def register(path: Path) -> None:
 
 
 def read_registration(bundle: Path) -> dict:
-    path = Path(bundle) / "registered.yaml"
-    try:
-        reg = yaml.safe_load(path.read_text())
-        if reg.get("set") != "moeterm54":
-            raise SimclusterError(f"{path}: set {reg.get('set')!r}, expected 'moeterm54' (another registration?)")
-        reg["files"], float(reg["c_s"]), reg["thresholds"]["min_rows"]
-    except FileNotFoundError:
-        raise SimclusterError(f"{path}: missing (the rule's registration)") from None
-    except OSError as exc:
-        raise SimclusterError(f"{bundle}: not a registration folder ({type(exc).__name__}: {exc.strerror})") from None
-    except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
-        raise SimclusterError(f"{path}: not the moeterm54 registration ({type(exc).__name__}: {exc}; expected set, files, c_s, thresholds)") from None
-    return reg
+    return read_rule_registration(bundle, "moeterm54", lambda reg: (reg["files"], float(reg["c_s"]), reg["thresholds"]["min_rows"]),
+                                  "set, files, c_s, thresholds")
 
 
 def in_regime(source: str, run: int) -> bool:

@@ -252,6 +252,25 @@ def read_run_set(bundle: Path, expect: dict | None = None) -> dict:
     return reg
 
 
+def read_rule_registration(bundle: Path, name: str, check, expected: str) -> dict:
+    """A rule's registered.yaml (calibration/rule-*, no runs/) of set `name`, `check(reg)` reading the keys its read-out
+    needs; missing, not a folder, malformed or another set's: one SimclusterError line naming the path."""
+    import yaml
+    path = Path(bundle) / "registered.yaml"
+    try:
+        reg = yaml.safe_load(path.read_text())
+        if reg.get("set") != name:
+            raise SimclusterError(f"{path}: set {reg.get('set')!r}, expected {name!r} (another registration?)")
+        check(reg)
+    except FileNotFoundError:
+        raise SimclusterError(f"{path}: missing (the rule's registration)") from None
+    except OSError as exc:
+        raise SimclusterError(f"{bundle}: not a registration folder ({type(exc).__name__}: {exc.strerror})") from None
+    except (yaml.YAMLError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise SimclusterError(f"{path}: not the {name} registration ({type(exc).__name__}: {exc}; expected {expected})") from None
+    return reg
+
+
 def ran_tree_hash(bundle: Path) -> str | None:
     """The tree_hash runs/commit.txt recorded (calibration/device_lib.sh's last line: simcluster/ and validation/ as
     they ran), or None where the file or that line is missing."""

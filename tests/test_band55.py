@@ -1,0 +1,126 @@
+"""Session 55 band55: the source-weighted band's registered adoption rule (validation/band55.py): NOT JUDGED at
+registration, its verdict on synthetic new sources by the registered thresholds, which rows count as new (git and the
+registered sources), a fresh registration, and one-line refusals."""
+
+import subprocess
+
+import pytest
+import yaml
+from conftest import ROOT, fresh_register_equals, load_script
+
+from simcluster.trust.sourceband import Compared
+from simcluster.trust.table import Residual, Table
+
+script = load_script("validation/band55.py")
+BUNDLE = ROOT / "calibration" / "rule-band55-2026-12-01"
+TH = {"min_new_sources": 2, "min_new_rows": 20, "floor_pct": 70.0, "max_ratio": 3.0}
+REG_COMMIT = "005ea59b98cb07e3c2544c30787769fdbdf6be56"
+
+
+def _history() -> bool:
+    return subprocess.run(["git", "cat-file", "-e", f"{REG_COMMIT}^{{commit}}"], cwd=ROOT, capture_output=True).returncode == 0
+
+
+needs_history = pytest.mark.skipif(not _history(), reason="no git history (the rule reads when files entered)")
+
+
+def _checks(per_source: dict[str, tuple[int, int, int, tuple, tuple]]) -> list[Compared]:
+    """{source: (rows, shipped covered, candidate covered, shipped band, candidate band)} as Compared rows at rho 1.0, a
+    missed row's band the same band moved up by 5 (its width unchanged), so the covered counts come out as given."""
+    out = []
+    for s, (n, ship, cand, sb, cb) in per_source.items():
+        for i in range(n):
+            row = Residual("collective across nodes", "r", s, f"{s} runs[{i}]", 16.0, 1.0)
+            out.append(Compared(row, sb if i < ship else (sb[0] + 5, sb[1] + 5), "validated",
+                                cb if i < cand else (cb[0] + 5, cb[1] + 5), "unvalidated", True))
+    return out
+
+
+def test_verdicts_on_synthetic_new_sources():
+    narrow, wide, wider = (0.95, 1.05), (0.8, 1.2), (0.5, 1.5)
+    assert script.judge(_checks({"a": (10, 10, 10, narrow, wide)}), TH).startswith("NOT JUDGED (10 new held-out rows")
+    assert script.judge(_checks({"a": (10, 10, 10, narrow, wide), "b": (9, 9, 9, narrow, wide)}), TH).startswith("NOT JUDGED")
+    # the shipped band misses (50% each source once), the candidate holds at a ratio of 4: too wide -> KEEP
+    assert script.judge(_checks({"a": (10, 5, 10, narrow, wide), "b": (10, 5, 10, narrow, wide)}), TH).startswith("KEEP")
+    # the same at a ratio of 2 -> ADOPT
+    got = script.judge(_checks({"a": (10, 5, 10, (0.9, 1.1), wide), "b": (10, 5, 10, (0.9, 1.1), wide)}), TH)
+    assert got.startswith("ADOPT") and "candidate covers 100.0%, shipped 50.0%" in got
+    # both hold, the candidate wider -> KEEP; both hold, the candidate no wider -> ADOPT
+    assert script.judge(_checks({"a": (10, 8, 10, narrow, wide), "b": (10, 8, 10, narrow, wide)}), TH).startswith("KEEP")
+    assert script.judge(_checks({"a": (10, 8, 8, wide, wide), "b": (10, 8, 8, wide, wide)}), TH).startswith("ADOPT")
+    # the candidate misses its floor -> KEEP whatever the shipped rule did
+    assert script.judge(_checks({"a": (10, 2, 6, narrow, (0.9, 1.1)), "b": (10, 2, 6, narrow, (0.9, 1.1))}), TH).startswith("KEEP")
+    # each source weighs one: a 30-row source covered and a 3-row source missed is 50%, not 91%
+    assert "candidate covers 50.0%" in script.judge(_checks({"a": (30, 30, 30, wider, wider), "b": (3, 0, 0, wider, wider)}), TH)
+
+
+def test_one_verdict_per_family_from_its_own_rows():
+    """Revision 1: each family of the new rows judged on its own new rows; with none, one NOT JUDGED line."""
+    wide = (0.8, 1.2)
+    across = _checks({"a": (10, 5, 10, (0.9, 1.1), wide), "b": (10, 5, 10, (0.9, 1.1), wide)})
+    llm = [Compared(Residual("llm", "r", "c", "c runs[0]", 8.0, 1.0), wide, "validated", wide, "unvalidated", True)]
+    lines = script.verdicts(across + llm, TH)
+    assert lines[0].startswith("RULE ADOPT collective across nodes: ADOPT (")
+    assert lines[1].startswith("RULE ADOPT llm: NOT JUDGED (1 new held-out rows with a band from 1 new sources")
+    assert script.verdicts([], TH) == ["RULE ADOPT: NOT JUDGED (0 new held-out rows with a band from 0 new sources; needs >= 20 "
+                                       "from >= 2)"]
+
+
+def test_split_takes_unregistered_sources_whose_files_entered_after():
+    reg = {"commit": "c0", "sources": {"collective across nodes": ["old"]}}
+    rows = [Residual("collective across nodes", "r", "old", "runs[0] x", 16.0, 1.0),
+            Residual("collective across nodes", "r", "nccl-h100-ib-x2-nebius-skypilot", "runs[0] x", 16.0, 1.0),
+            Residual("llm eager", "e", "h200x2-lab", "lab row", 2.0, 1.0)]
+    old, new, lab = script.split(Table(rows), reg, after=lambda path, commit: True)
+    assert [r.source for r in old] == ["old"] and [r.source for r in new] == ["nccl-h100-ib-x2-nebius-skypilot"]
+    assert lab == ["h200x2-lab"]
+    assert script.split(Table(rows), reg, after=lambda path, commit: False)[1] == []   # a file that was there: not new
+
+
+@needs_history
+def test_entered_after_reads_the_first_parent_history():
+    path = "calibration/published/nccl-h100-ib-x2-nebius-skypilot.yaml"
+    assert not script.entered_after(path, REG_COMMIT)      # there at the registration
+    first = next(c for c in script.git("rev-list", "--first-parent", "--reverse", "HEAD", "--", path).stdout.split()
+                 if script.git("cat-file", "-e", f"{c}:{path}", ok=(0, 128)).returncode == 0)
+    assert script.entered_after(path, f"{first}^")          # as if registered just before it entered
+    assert not script.entered_after("calibration/published/not-there.yaml", REG_COMMIT)
+
+
+@needs_history
+def test_registration_is_fresh(tmp_path, monkeypatch):
+    reg = fresh_register_equals(script, BUNDLE, tmp_path, monkeypatch, "commit")
+    assert reg["commit"] == REG_COMMIT and reg["table_rows"] == 2673
+    assert sum(len(v) for v in reg["sources"].values()) == 168 and reg["thresholds"] == TH
+    assert "/work" not in (BUNDLE / "registered.yaml").read_text()
+
+
+@needs_history
+def test_not_judged_at_registration(capsys):
+    """The read-out as registered (no new source yet; when one enters this test's expectation is the readout.txt the lead
+    saves: tests/test_registered_readouts.py)."""
+    if (BUNDLE / "readout.txt").is_file():
+        pytest.skip("judged: tests/test_registered_readouts.py reprints the read-out")
+    from simcluster.trust.table import load_table
+
+    reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
+    shipped = ROOT / "simcluster/trust/error_bands.json"
+    new = script.split(load_table(str(shipped)), reg)[1]
+    assert script.main([str(BUNDLE), "--table", str(shipped)]) == 0
+    out = capsys.readouterr().out
+    if not new:   # as registered: byte for byte
+        assert out == (BUNDLE / "readout-at-revision-1.txt").read_text()
+    else:         # new sources entered, not yet frozen and read: one verdict line all the same
+        assert out.count("RULE ADOPT ") >= 1
+
+
+def test_one_line_refusals(tmp_path, capsys):
+    assert script.main([str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "registered.yaml: missing" in err and len(err.splitlines()) == 1
+    assert script.main([str(BUNDLE), "--table", str(tmp_path / "none.json")]) == 1
+    err = capsys.readouterr().err
+    assert "none.json: no error-band table there" in err and len(err.splitlines()) == 1
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--bogus"])
+    assert exc.value.code == 2 and len(capsys.readouterr().err.splitlines()) == 1
