@@ -20,6 +20,13 @@ points; so r's median moves down by about 0..2 points, from +4.2% to about +2.5.
 TSUBAME's runs (the rest: the 4-GPU board's NVLink, TE 1.6 / 1.9 and cuDNN 8.9.7, the fork's z-loss and fp32
 softmax, unknown global batch at 16K).
     python studies/lseq55_tsubame_94gb.py
+
+The first print (studies/lseq55_tsubame_94gb.txt, on the card as committed at b36633ad) missed the r expectation
+(+5.2%). Revision 1, made AFTER that print (so it is as development as the rows): the card's provenance.curves_from marked
+it derived, and llm/attention_kernels.hopper_measured then priced its attention with the plain curve instead of the
+cuDNN schedule form the 80GB card gets -- not the "every curve unchanged" the card says. hopper_measured now takes a card
+derived from a measured H100 / H200 card on the same die (132 SMs) as Hopper-measured; printed again as
+studies/lseq55_tsubame_94gb_rev1.txt. No published row outside this file has that card, so nothing else moves.
 """
 
 from __future__ import annotations
