@@ -66,14 +66,16 @@ def scaled_nvlink(scale: float, folder: Path) -> Path:
     return path
 
 
-def rows(nvlink: Path | None = None) -> list[dict]:
-    """Every row predicted once on the stand-in machine (its NVLink card `nvlink` where given): layout key, measured /
-    predicted TFLOP/s, attention share."""
+def rows(nvlink: Path | None = None, gpu: Path | None = None) -> list[dict]:
+    """Every row predicted once on the stand-in machine (its NVLink card `nvlink`, its GPU card `gpu` where given --
+    session 55's studies/lseq55_tsubame_94gb.py passes the 94GB card): layout key, measured / predicted TFLOP/s,
+    attention share."""
     ref = read_published(FILE, "published-llm-run")
     usage_all = {k: v for k, v in ref.usage.items() if k != "runs_not_compared"}
     ref = replace(ref, usage=usage_all)
     usage = llm_usage(ref)
     usage = replace(usage, nvlink_card=nvlink) if nvlink else usage
+    usage = replace(usage, gpu_card=gpu) if gpu else usage
     out = []
     for i, run in enumerate(ref.runs):
         p = predict_run(ref, usage, i, run)

@@ -63,6 +63,21 @@ def test_fa2_slows_only_attention_on_a_measured_hopper_card():
     assert not ak.hopper_measured(replace(h100, derived_from="models/gpu/x.yaml"))
 
 
+def test_a_same_die_card_carrying_a_measured_hopper_cards_curves_is_priced_as_hopper():
+    """models/gpu/h100-sxm5-94gb.yaml (session 55 lseq55) carries models/gpu/h100-sxm.yaml's curves on the same GH100 die:
+    its attention is cuDNN's schedule form as on the 80GB card; a 132-SM card from another source, or another die's
+    card derived from the H100's curves (A100, B200), is not."""
+    h94 = load_gpu("models/gpu/h100-sxm5-94gb.yaml")[0]
+    h100 = load_gpu("models/gpu/h100-sxm.yaml")[0]
+    assert h94.derived_from.startswith("models/gpu/h100-sxm.yaml") and ak.hopper_measured(h94)
+    assert type(ak.for_kernel(h94, "card")).__name__ == "CudnnCard"
+    assert not ak.hopper_measured(replace(h94, derived_from="models/gpu/x.yaml"))
+    assert not ak.hopper_measured(replace(h94, sm_count=148))
+    for other in ("a100-sxm-80gb", "b200"):
+        assert not ak.hopper_measured(load_gpu(f"models/gpu/{other}.yaml")[0])
+    assert h94.hbm_peak_Bps == 2.4e12 and h94.hbm_bandwidth_Bps < h100.hbm_bandwidth_Bps
+
+
 def test_composer_fsdp_is_registered_and_runs_fa2():
     assert FRAMEWORKS["composer-fsdp"] is COMPOSER_FSDP
     assert COMPOSER_FSDP.attention_kernel == "fa2-full" and MEGATRON.attention_kernel == "card"

@@ -101,11 +101,20 @@ def fit_ratios(rows: list[dict], kernel: str = "flash", reference: str = "defaul
     return {p: {d: statistics.median(v) for d, v in sorted(by_d.items())} for p, by_d in out.items()}
 
 
+GH100_SMS = 132                                            # the H100 / H200 die
+HOPPER_CARDS = ("models/gpu/h100-sxm", "models/gpu/h200-sxm")   # measured cards a same-die card may carry curves from
+
+
 def hopper_measured(gpu) -> bool:
-    """A card measured on a Hopper GPU (H100 / H200, not derived from another card): the only ones whose attention
-    curve is cuDNN's. The derived A100 / B200 cards take the H100's curves x published best-kernel ratios (docs/models/
-    gpu.md), so a kernel ratio measured on Hopper does not carry to them: they are left as they are."""
-    return str(gpu.name).lower().startswith(("h100", "h200")) and not getattr(gpu, "derived_from", "")
+    """A card whose attention curve is cuDNN's measured on a Hopper GPU: an H100 / H200 card measured here, or one
+    derived from such a card on the same GH100 die (132 SMs) with its curves unchanged (models/gpu/h100-sxm5-94gb.yaml:
+    only HBM and capacity differ; session 55 lseq55). The derived A100 / B200 cards take the H100's curves x published
+    best-kernel ratios (docs/models/gpu.md), so a kernel ratio measured on Hopper does not carry to them: they are left
+    as they are."""
+    if not str(gpu.name).lower().startswith(("h100", "h200")):
+        return False
+    source = str(getattr(gpu, "derived_from", ""))
+    return not source or (gpu.sm_count == GH100_SMS and source.startswith(HOPPER_CARDS))
 
 
 @cache
