@@ -96,6 +96,8 @@ SESSION54_SET = {"b200-ib-x2-mit-engaging-ubuntu": 20,   # session 54 (fabpub54)
                  "h100-ib-x2-lambda-1cc-alphatest": 8}   # (mit-orcd-engaging-b200); the MGHPCC DGX H100 notes recorded at
 # 30078249 (blind), predicted once at 863d539c; mendA54 (review A54 item 1): the same author's Lambda 1CC H100 notes recorded
 # at 732efdbe (not blind, said), predicted once at 35ea686a; the two one source_group (chris-nccl-notes)
+SESSION55_SET = {"h100-ib-x2-g1-mit-engaging-dgx": 8}   # session 55 (fabpub55): MIT ORCD's 2 x DGX H100 with one GPU per node,
+# recorded at d316f9a5 (blind) with the expectation per row, predicted once at e2042d27; joins source_group mit-orcd-engaging-b200
 SESSION49_NOT_PREDICTED = ("oci-gb200-quickstart-racks",   # session 49: the 2- / 3-rack runs' NICs not stated
                            "oci-gb300-quickstart", "oci-b300-x2-quickstart")   # session 49: no GB300 / B300 card
 SESSION44_DEVELOPMENT = tuple(f"gb300-nvl72-w{n}-ncclbpf" for n in (8, 16, 32, 60))   # session 44 (mnnvl): a_ch from them
@@ -153,7 +155,8 @@ def test_published_multi_node_validation_does_not_regress():
                 "b200-ib-x2-mit-engaging-ubuntu": 1.161,   # session 54 (fabpub54): at a6ca56a3 (all_reduce +174..+378%: the NVLS
                 "b200-ib-x2-mit-engaging-rocky": 1.730,    # tree priced, a third of it measured; ring rows at >= 1 GiB +2..+26%)
                 "h100-ib-x2-mghpcc-dgx": 0.771,   # session 54: at 863d539c (2-16 GiB -2.6..+3.7%, 64 MiB-1 GiB +30..+355%)
-                "h100-ib-x2-lambda-1cc-alphatest": 1.344}   # session 54 mendA54: at 35ea686a (+109..+177%: 0.47 of the cap)
+                "h100-ib-x2-lambda-1cc-alphatest": 1.344,   # session 54 mendA54: at 35ea686a (+109..+177%: 0.47 of the cap)
+                "h100-ib-x2-g1-mit-engaging-dgx": 0.016}   # session 55 (fabpub55): at e2042d27 (one rail per node: -1.5..+5.9%)
     v = validate_published_nccl()
     summary = {k.removeprefix("nccl-"): s for k, s in v.summary().items()}
     assert {k for k, s in summary.items() if s["rows"]} == (set(measured) | set(HELD_OUT_SET) | set(SESSION19_SET) | set(ALLTOALL_SET)
@@ -162,7 +165,7 @@ def test_published_multi_node_validation_does_not_regress():
                                                                    | set(SESSION35_SET) | set(SESSION40_SET) | set(SESSION41_SET)
                                                                    | set(SESSION42_SET) | set(SESSION46_SET)
                                                                    | set(SESSION47_SET) | set(SESSION49_SET) | set(SESSION51_SET)
-                                                                   | set(SESSION53_SET) | set(SESSION54_SET)) - EXCLUDED
+                                                                   | set(SESSION53_SET) | set(SESSION54_SET) | set(SESSION55_SET)) - EXCLUDED
     assert summary["gcp-a3mega-x2-unverified"]["rows"] == 0 and "not predicted" in summary["gcp-a3mega-x2-unverified"]["why"]
     for system, mean in measured.items():
         assert summary[system]["mean_abs_error_pct"] <= (mean + 0.01) * 100, system
@@ -177,7 +180,7 @@ def test_the_session29_sources_are_held_out_and_compared_row_by_row():
     v = validate_published_nccl()
     for system, rows in (SESSION29_SET | SESSION30_SET | SESSION31_SET | SESSION31_RACKS_SET | SESSION34_SET | SESSION35_SET
                          | SESSION40_SET | SESSION41_SET | SESSION42_SET | SESSION46_SET | SESSION47_SET
-                         | SESSION49_SET | SESSION51_SET | SESSION53_SET | SESSION54_SET).items():
+                         | SESSION49_SET | SESSION51_SET | SESSION53_SET | SESSION54_SET | SESSION55_SET).items():
         compared = [r for r in v.rows if r.source == f"nccl-{system}"]
         development = (SESSION31_RACKS_DEVELOPMENT | SESSION42_DEVELOPMENT | SESSION44_OCI_DEVELOPMENT).get(system, ())
         assert len(compared) == rows and all(r.held_out == (r.run not in development) for r in compared), system
