@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.runner.llm_decoder import PRESETS  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"
 TRACES = sorted((ROOT / "calibration").glob("h200x1-llm-eager5*-2026-11-29/traces/*.json.gz"))

@@ -70,7 +70,8 @@ def device(args) -> int:
     import torch
 
     from simcluster.runner import llm_cp
-    from simcluster.runner.llm_step import PRESETS, _distributed, build, parse_shapes, wrap
+    from simcluster.runner.llm_decoder import PRESETS, build
+    from simcluster.runner.llm_step import _distributed, parse_shapes, wrap
 
     cfg = dict(PRESETS[args.preset])
     (seq, micro), = parse_shapes(args.shape)
@@ -145,10 +146,11 @@ def peaks(bundles: list[str]) -> int:
 
     from simcluster.hardware.gpu import load_gpu
     from simcluster.heldout.eager import H200, ROOT, model_of, pct
-    from simcluster.heldout.eager_regimes import layout_of, regime_documents, regime_framework
+    from simcluster.heldout.eager_regimes import layout_of, regime_framework
+    from simcluster.heldout.eager_runs import regime_documents
     from simcluster.llm.memory import GiB, stage_memories
     from simcluster.llm.spec import BatchSpec
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     gpu, _ = load_gpu(ROOT / H200)
     print(f"{'run':42} {'job peak':>9} {'timed':>7} | {'allocated':>9} {'steady':>7} | job vs alloc, timed vs steady")

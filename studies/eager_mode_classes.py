@@ -130,8 +130,8 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     from simcluster.llm import attention_kernels, comm, compiled, host, ops, vocab_ops, work
     from simcluster.llm.param_counts import stage_params
     from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_decoder import PRESETS
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
-    from simcluster.runner.llm_step import PRESETS
 
     par, _, _ = eager_regimes.layout_of(mode)
     model = heldout.model_of({"model": PRESETS[preset]}, seq)
@@ -161,7 +161,7 @@ def model_classes(mode: str, preset: str, mb: int, m: int, seq: int, rank: int) 
     updated = params.total / (par.dp * par.cp if par.zero >= 1 else 1)
     out["optimizer"] = gpu.memory_time_s(fw.adam_bytes * updated)
     out["copies"] = gpu.memory_time_s(fw.grad_scale_bytes * params.total)   # pipelining's division of the gradients
-    # the data-parallel collectives alone (C) and beside the compute (C / r; the compute loses s C / r: work._beside)
+    # the data-parallel collectives alone (C) and beside the compute (C / r; the compute loses s C / r: overlap.beside)
     net = comm.Network(load_collective(ROOT / heldout.CARDS[("nvlink", 2)])[0], par.gpus)
     g = comm.groups(par, net)
     last_s = 0.0

@@ -78,7 +78,7 @@ def documents(mode: str = "fsdp", left_out: dict | None = None) -> list[tuple[Pa
     zero2 set), another step than the single micro-batch whose repeat spread the floor measures; a compiled or
     checkpointed step (session 46's compilefsdp set: `compile`, `ac_mode`), another regime (FSDP+compile[+host-bound])
     whose noise would be mixed into this one's (its 0.5b pair, 43% apart, is 2-rank FSDP2 noise of that regime)."""
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     out = []
     for path in sorted(CAL.glob("h200x2-*/**/*")):

@@ -219,7 +219,7 @@ def model_row(name: str) -> dict:
     from simcluster.heldout.eager_regimes import layout_of, model_of, regime_framework, regime_predict
     from simcluster.llm import host
     from simcluster.llm.spec import BatchSpec
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     try:
         mode, preset, _, shape = name.split("-")

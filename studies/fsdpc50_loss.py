@@ -73,7 +73,7 @@ def key(doc: dict) -> tuple[str, int, int]:
 
 
 def without_checkpointing() -> list[tuple[float, float]]:
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     print("1. compiled FSDP2 WITHOUT checkpointing (DEVELOPMENT); error = predicted / measured - 1; ms")
     print(f"{'process':40} {'meas':>6} {'issue':>6}  {'shipped':>16} {'free off':>16} {'candidate':>16}  {'miss':>5} "

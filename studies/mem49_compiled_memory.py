@@ -38,7 +38,7 @@ def peaks(files: list[Path]) -> list[float]:
 
 def rows() -> list[tuple]:
     """(set, name, preset, seq, micro-batch, layout, layers or None, run files) of every compiled row."""
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
     from simcluster.strict import load_yaml
 
     out = []

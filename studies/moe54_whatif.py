@@ -40,7 +40,7 @@ import moe54  # noqa: E402  (validation/moe54.py: the set's read-out)
 from moe_rows import predict_row  # noqa: E402
 
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
-from simcluster.llm import comm, compiled, moe_compute, moe_host_floor, moe_sync, ops, work  # noqa: E402
+from simcluster.llm import comm, compiled, layer_work, moe_compute, moe_host_floor, moe_sync, ops  # noqa: E402
 
 AWS = moe54.STEM
 MS = 1e3
@@ -108,7 +108,7 @@ def pass_figures(row, cprime: float) -> dict:
     if moe_sync.applies(fw, par):
         lc = comm.layer_comm(model, par, batch, row.net, comm.groups(par, row.net), fw)
         split = moe_compute.moe_compute(gpu, fwd, bwd, dt, comp_f, comp_b)
-        ep_f, ep_b = work.exposed_ep(par, lc, gpu, fw, split)
+        ep_f, ep_b = layer_work.exposed_ep(par, lc, gpu, fw, split)
         host = sum(moe_sync.sync_host_s(gpu, fwd, bwd, dt, ep_f, ep_b, max(par.layer_split(model.layers)), fw.moe_sync_kernel_s, fw))
     n, rr = calls(gpu, fwd, bwd, dt, fw)
     c = comp_f + comp_b
@@ -131,7 +131,7 @@ def part_b(cprime: float) -> None:
     moved = []
     for stem, i, kind in judged + held + aws:
         row = predict_row(stem, i)
-        if row.framework.moe_host is not None:   # the local spec prices its host otherwise (work._moe_host)
+        if row.framework.moe_host is not None:   # the local spec prices its host otherwise (layer_work._moe_host)
             continue
         f = pass_figures(row, cprime)
         m = row.batch.global_batch // (row.batch.micro_batch * row.par.dp)

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from simcluster.llm.work import EP_COMM_SMS  # noqa: E402
+from simcluster.llm.layer_work import EP_COMM_SMS  # noqa: E402
 from simcluster.script_args import ArgumentParser  # noqa: E402
 
 SUMMARY = ROOT / "studies" / "moe_deepseek_profile-summary.json"
@@ -328,7 +328,7 @@ def table(s: dict, m: dict) -> None:
     print(f"model: one deepep dispatch (or combine) of T k h 2 = {4096 * 8 * 7168 * 2 / 1e6:.0f} MB: {1e6 * ep['one_call']:.0f} us; "
           f"forward {1e6 * ep['fwd']:.0f} us, backward {1e6 * ep['bwd']:.0f} us a layer; under A2A overlap the model charges "
           f"{EP_COMM_SMS} / {s['sms']} of that as compute lost to the dispatcher's SMs: {1e6 * EP_COMM_SMS / s['sms'] * (ep['fwd'] + ep['bwd']):.0f} us "
-          f"a layer pair (work.exposed_ep), against the profile's {(sm_scale - 1) * sum(1e6 * (m[c]['fwd'] + m[c]['bwd']) for c in COMPUTE_BOUND):.0f} us "
+          f"a layer pair (exposed_ep), against the profile's {(sm_scale - 1) * sum(1e6 * (m[c]['fwd'] + m[c]['bwd']) for c in COMPUTE_BOUND):.0f} us "
           f"(the model's compute-bound classes on {s['sms'] - max(s['comm_blocks'])} SMs for the whole pair)")
     fused = model_layer(rope_fusion=True)["rotary / MLA copies"]
     c = "rotary / MLA copies"

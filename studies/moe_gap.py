@@ -19,7 +19,7 @@ term of the brief, each from first principles and cited figures:
   every expert; with M_e spread as above (one expert's picks, p = 1 / E per token), E[ceil(M_e / tile_m)] tiles
   against ceil(M / tile_m), times the expert GEMMs' time.
 - SM share (A2A overlap rows only): compute beside the dispatcher's kernels on sm_count - EP_COMM_SMS SMs for the whole
-  pair (studies/moe_sm_share.py's upper bound) less what work.exposed_ep already charges.
+  pair (studies/moe_sm_share.py's upper bound) less what layer_work.exposed_ep already charges.
 Since session 37 the model prices the router / preprocess calls a recipe leaves ungraphed (llm/moe_graphs.py); the
 graphed / ungraphed split printed last is what prompted it (this study at 82b8afe printed it, and an all-exposed
 sensitivity of that term, before the model had it). The last columns: what the miss would need, as a multiple of
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import moe_rows  # noqa: E402
 
-from simcluster.llm import comm, compiled, moe_compute, ops, work  # noqa: E402
+from simcluster.llm import comm, compiled, layer_work, moe_compute, ops  # noqa: E402
 from simcluster.llm.framework import MoeHost  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import RECIPE_PARSERS, memory_options  # noqa: E402
@@ -113,11 +113,11 @@ def pass_parts(row) -> dict:
     fwd, bwd = compiled.layer_ops(model, par, batch, fw)
     comp_f, comp_b = ops.ops_time_s(gpu, fwd, dtype), ops.ops_time_s(gpu, bwd, dtype)
     split = moe_compute.moe_compute(gpu, fwd, bwd, dtype, comp_f, comp_b)
-    ep_f, ep_b = work.exposed_ep(par, lc, gpu, fw, split)
+    ep_f, ep_b = layer_work.exposed_ep(par, lc, gpu, fw, split)
     experts = sum(ops.op_time_s(gpu, o, dtype) for o in fwd + bwd if o.name.removeprefix("recompute.").split(".")[0] in EXPERT_OPS)
     sm_share = 0.0
     if par.moe_a2a_overlap and lc.ep_fwd_s + lc.ep_bwd_s > 0:
-        s = work.EP_COMM_SMS
+        s = layer_work.EP_COMM_SMS
         sm_share = max(0.0, s / (gpu.sm_count - s) * split.total - (ep_f + ep_b))
     return {"compute": comp_f + comp_b, "experts": experts, "ep": ep_f + ep_b, "ep_raw": lc.ep_fwd_s + lc.ep_bwd_s,
             "sm_share": sm_share}

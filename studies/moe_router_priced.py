@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import moe_rows  # noqa: E402
 
 from simcluster.heldout.registration import moe_rows_then  # noqa: E402
-from simcluster.llm import comm, compiled, moe_compute, moe_sync, ops, work  # noqa: E402
+from simcluster.llm import comm, compiled, layer_work, moe_compute, moe_sync, ops  # noqa: E402
 from simcluster.published import read_published  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from simcluster.runner.moerouter_grid import score_function  # noqa: E402
@@ -64,7 +64,7 @@ def priced(row) -> dict:
         lc = comm.layer_comm(model, par, batch, row.net, g, fw)
         comp_f, comp_b = ops.ops_time_s(gpu, fwd, dtype), ops.ops_time_s(gpu, bwd, dtype)
         split = moe_compute.moe_compute(gpu, fwd, bwd, dtype, comp_f, comp_b)
-        ep_f, ep_b = work.exposed_ep(par, lc, gpu, fw, split)
+        ep_f, ep_b = layer_work.exposed_ep(par, lc, gpu, fw, split)
         out["host_f"], out["host_b"] = moe_sync.sync_host_s(gpu, fwd, bwd, dtype, ep_f, ep_b, max(par.layer_split(model.layers)),
                                                             fw.moe_sync_kernel_s, fw)
     return out

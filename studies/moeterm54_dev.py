@@ -17,19 +17,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "validation"))
 
 
 def table() -> tuple[list[tuple], float, float]:
     """([(source, run, error off, error on)] of the 70 rows, mean |error| off, on) at moe_host_floor.SERIAL_RATIO."""
-    from moeterm54 import floor_on
-
     from simcluster.heldout.registration import moe_rows_then
     from simcluster.llm import moe_host_floor
     from simcluster.reference.llm import validate_published_llm
 
     off = moe_rows_then(validate_published_llm().rows)
-    on = {(r.source, r.run): r.error for r in moe_rows_then(floor_on(validate_published_llm, moe_host_floor.SERIAL_RATIO).rows)}
+    with moe_host_floor.switched_on(moe_host_floor.SERIAL_RATIO):
+        on = {(r.source, r.run): r.error for r in moe_rows_then(validate_published_llm().rows)}
     rows = [(r.source, r.run, r.error, on[(r.source, r.run)]) for r in off]
     return rows, statistics.mean(abs(a) for *_, a, _ in rows), statistics.mean(abs(b) for *_, b in rows)
 

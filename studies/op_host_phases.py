@@ -101,7 +101,7 @@ def phase_model(preset: str, seq: int, mb: int, host: Path) -> tuple[float, floa
     from simcluster.llm.comm import Network
     from simcluster.llm.spec import BatchSpec
     from simcluster.llm.work import build_work
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     gpu, _ = load_gpu(ROOT / FLAG_CARD)
     par = eager_ac.parallel_of("op")

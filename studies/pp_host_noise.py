@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from simcluster.heldout.eager_regimes import regime_mode_of, regime_predict  # noqa: E402
+from simcluster.heldout.eager_regimes import regime_predict  # noqa: E402
+from simcluster.heldout.eager_runs import regime_mode_of  # noqa: E402
 from simcluster.llm.host_bound import is_host_bound  # noqa: E402
 
 CAL = ROOT / "calibration"

@@ -193,7 +193,7 @@ def registered_tokens(runs: list[dict]) -> set[tuple]:
 
 def registered_shapes(runs: list[dict]) -> set[tuple]:
     """(preset, layers, seq, micro-batch) of a registered set's runs (registered.json), as measured_llm_shapes keys them."""
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     return {(r["preset"], PRESETS[r["preset"]]["layers"], r["seq"], r["micro_batch"]) for r in runs}
 

@@ -106,7 +106,7 @@ def _layer_and_loss(fw, recompute: str = "full", dp: int = 2, zero: int = 3):
     from simcluster.heldout.eager_regimes import layout_of, model_of
     from simcluster.llm import compiled, vocab_ops
     from simcluster.llm.spec import BatchSpec
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     par, _, _ = layout_of("fsdp+ckpt")
     par = replace(par, recompute=recompute, dp=dp, zero=zero)

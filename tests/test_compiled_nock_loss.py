@@ -69,7 +69,7 @@ def test_the_peak_switch_is_off_and_on_moves_the_loss_peak_by_its_two_terms():
     tied preset and an untied one (R = 2W + H there: the head's gradient only, not the untied embedding's)."""
     from simcluster.heldout.eager import model_of
     from simcluster.llm import memory
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     peak_forms = load_script("validation/fsdpc50.py").peak_forms
     fw = eager.torch_framework(NONE, compiled=True)

@@ -11,7 +11,7 @@ import yaml
 from conftest import ROOT, fake_step_set, load_script, measured_llm_tokens
 
 from simcluster.llm import attention_kernels
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 steps = load_script(ROOT / "validation" / "eager_cudnn_steps.py")
 BUNDLE = steps.BUNDLE

@@ -10,7 +10,7 @@ from conftest import ROOT, fake_step_set, load_script, measured_llm_tokens
 
 from simcluster.llm import eager
 from simcluster.llm.spec import ParallelSpec
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 check = load_script(ROOT / "validation" / "eager_fsdp_mem.py")
 BUNDLE = check.BUNDLE

@@ -54,7 +54,7 @@ def test_the_later_bundles_are_found_by_their_start_and_the_rule_misses_none(tmp
 
 def test_every_row_is_new_to_calibration_with_one_repeated_fsdp_row_and_one_ddp_control():
     earlier = measured_llm_tokens(BUNDLE, *LATER)
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
     keys = [(preset, PRESETS[preset]["layers"], seq * mb) for _, _, preset, seq, _, mb in check.ROWS]
     assert not set(keys) & earlier, f"measured before this set ran, or run after it and missed by bundles_run_after: {set(keys) & earlier}"
     assert [r[1] for r in check.ROWS].count("ddp") == 1 and [r[1] for r in check.ROWS].count("fsdp") == 4

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from conftest import LATER_SETS_S39, REPEATS_S38, ROOT, load_script, measured_llm_tokens
 
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 regimes = load_script(ROOT / "validation" / "llm_eager_regimes.py")
 POST = ("calibration/h200x2-llm-eager-post-2026-11-29", "calibration/h200x2-llm-eager-postcp-2026-11-29")

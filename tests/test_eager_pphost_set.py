@@ -10,7 +10,7 @@ import pytest
 import yaml
 from conftest import ROOT, load_script, measured_llm_tokens
 
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 pphost = load_script(ROOT / "validation" / "eager_pp_host.py")
 BUNDLE = ROOT / "calibration" / "h200x2-eager-pphost-2026-11-29"

@@ -1,7 +1,7 @@
 """The H100 card's compute / NCCL interference (issue 44, session 43 fsdpfam) and the FSDP family read-out's misses list.
 
 The published FSDP trainers (composer-fsdp, fms-fsdp, torchtitan-fsdp2) run their collectives beside compute at the GPU
-card's measured `comm_overlap` (FrameworkSpec.comm_interference, llm/work._beside). Until session 43 the H100 card had
+card's measured `comm_overlap` (FrameworkSpec.comm_interference, llm/overlap.beside). Until session 43 the H100 card had
 none, so every H100 FSDP row was priced with perfect overlap; the H200's measurement (same GH100 die) is carried to it
 unchanged, not to the Ampere A100 card. Megatron's frameworks do not take the term, so no Megatron row moves."""
 

@@ -15,7 +15,7 @@ from simcluster.heldout.eager import model_of
 from simcluster.llm import eager
 from simcluster.llm.memory import GiB, layer_activation_bytes, stage_memories
 from simcluster.llm.spec import BatchSpec, ParallelSpec
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 FSDP, DDP = ParallelSpec(dp=2, zero=3), ParallelSpec(dp=2)
 CUDNNSTEP = ROOT / "calibration" / "h200x2-eager-cudnnstep-2026-11-29" / "runs"

@@ -492,7 +492,7 @@ def test_collect_plans_for_gpu_tools(tmp_path):
 
 def test_llm_step_param_count_matches_the_built_model():
     torch = pytest.importorskip("torch")
-    from simcluster.runner.llm_step import PRESETS, build, param_count
+    from simcluster.runner.llm_decoder import PRESETS, build, param_count
 
     for tied in (True, False):
         cfg = {**PRESETS["tiny"], "tied": tied}

@@ -74,7 +74,7 @@ def test_the_device_script_runs_the_registered_processes_with_the_earlier_sets_a
 
 
 def test_the_reruns_are_their_earlier_sets_shapes_and_the_new_shapes_are_new():
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     s = script()
     earlier_tokens = measured_llm_tokens(BUNDLE)

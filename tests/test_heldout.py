@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from simcluster.errors import SimclusterError
-from simcluster.heldout import eager, eager_regimes, storage, transport
+from simcluster.heldout import eager, eager_regimes, eager_runs, storage, transport
 from simcluster.trust.build import eager_residuals, storage_residuals, transport_residuals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -117,9 +117,9 @@ def test_the_4gpu_layouts_map_onto_the_model_as_the_runner_runs_them():
     par, gpus, m = eager_regimes.layout_of("pp4-interleaved")
     assert (par.pp, par.virtual_stages, gpus, m) == (4, 2, 4, 8)
     assert eager_regimes.layout_of("pp+ddp")[1:] == (4, 4) and eager_regimes.layout_of("pp-1f1b")[1:] == (2, 4)
-    assert eager_regimes.regime_mode_of({"mode": "pp", "pipeline": {"stages": 4, "schedule": "ScheduleInterleaved1F1B"}}) == "pp4-interleaved"
-    assert eager_regimes.regime_mode_of({"mode": "pp", "pipeline": {"stages": 2, "schedule": "ScheduleGPipe"}}) == "pp-gpipe"
-    assert eager_regimes.regime_mode_of({"mode": "tp+ddp"}) == "tp+ddp"
+    assert eager_runs.regime_mode_of({"mode": "pp", "pipeline": {"stages": 4, "schedule": "ScheduleInterleaved1F1B"}}) == "pp4-interleaved"
+    assert eager_runs.regime_mode_of({"mode": "pp", "pipeline": {"stages": 2, "schedule": "ScheduleGPipe"}}) == "pp-gpipe"
+    assert eager_runs.regime_mode_of({"mode": "tp+ddp"}) == "tp+ddp"
 
 
 def test_storage_rows_are_rates_by_system_and_a_bad_file_is_one_line(tmp_path):

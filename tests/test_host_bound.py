@@ -16,7 +16,7 @@ from conftest import ROOT
 from simcluster.heldout import eager, eager_regimes
 from simcluster.llm import host_bound
 from simcluster.llm.framework import MEGATRON, TORCH_AMP
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 from simcluster.trust.build import eager_residuals
 from simcluster.trust.regime import llm_regime
 

@@ -102,7 +102,7 @@ def test_a_fresh_register_at_the_registering_commit_equals_the_registration(tmp_
 
 
 def test_the_shapes_are_new_to_calibration_on_this_helpers_seqs():
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     tokens = measured_llm_tokens(BUNDLE)
     for name, _, preset, seq, mb in script().SHAPES:

@@ -615,7 +615,7 @@ def test_ddp_buckets_of_the_3b_preset_are_the_profiled_steps_141_all_reduces():
     all_reduce kernels in the profiled DDP step (calibration/h200x2-llm-eager-noise-2026-11-29/profiled), the last one
     the tied embedding's (its gradient is complete only after the embedding's backward)."""
     from simcluster.heldout.eager import model_of
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     model = model_of({"model": PRESETS["3b"]}, 2048)
     par = ParallelSpec(dp=2)

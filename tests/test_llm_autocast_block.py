@@ -15,7 +15,7 @@ from simcluster.llm import autocast_block, compiled, eager, ops
 from simcluster.llm.framework import FRAMEWORKS, MEGATRON, TORCH_AMP, TORCH_COMPILE
 from simcluster.llm.memory import layer_activation_bytes, memory_per_gpu
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
-from simcluster.runner.llm_step import PRESETS
+from simcluster.runner.llm_decoder import PRESETS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 MODEL = TransformerSpec(16, 1536, 4096, 12, 4, 32000, 4096)    # the runner's 0.5b preset (head_dim 128, GQA 3:1)

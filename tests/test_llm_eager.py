@@ -124,20 +124,20 @@ def test_a_host_folder_without_the_mode_is_refused(tmp_path):
 
 
 def test_compute_and_nccl_beside_each_other():
-    """work._beside: C seconds of NCCL alone take C / r beside compute, which loses s C / r; when that outlasts the
+    """overlap.beside: C seconds of NCCL alone take C / r beside compute, which loses s C / r; when that outlasts the
     compute, the compute is slowed throughout and the rest of the communication runs alone after it."""
     from dataclasses import replace
 
     from simcluster.hardware.gpu import load_gpu
     from simcluster.llm.framework import TORCH_AMP
-    from simcluster.llm.work import _beside
+    from simcluster.llm.overlap import beside
 
     gpu = replace(load_gpu(ROOT / "models" / "gpu" / "h200-sxm-interleaved.yaml")[0], overlap_compute_slowdown=0.2, overlap_comm_rate=0.4)
     on = replace(TORCH_AMP, comm_interference=True)
-    assert _beside(1.0, 0.1, gpu, TORCH_AMP) == (0.0, 0.1)                       # off: nothing lost, the comm alone
-    slow, end = _beside(1.0, 0.1, gpu, on)                                        # 0.25 s beside a 1 s compute
+    assert beside(1.0, 0.1, gpu, TORCH_AMP) == (0.0, 0.1)                       # off: nothing lost, the comm alone
+    slow, end = beside(1.0, 0.1, gpu, on)                                        # 0.25 s beside a 1 s compute
     assert slow == pytest.approx(0.2 * 0.25) and end == pytest.approx(0.25)
-    slow, end = _beside(1.0, 1.0, gpu, on)                                        # 2.5 s of comm beside 1 s of compute
+    slow, end = beside(1.0, 1.0, gpu, on)                                        # 2.5 s of comm beside 1 s of compute
     assert slow == pytest.approx(1.0 / 0.8 - 1.0)                                 # compute stretched to 1.25 s
     assert end == pytest.approx(1.25 + (1.0 - 0.4 * 1.25))                        # then 0.5 s of comm alone
 

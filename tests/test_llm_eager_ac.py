@@ -14,7 +14,7 @@ import pytest
 
 from simcluster.errors import ScenarioError
 from simcluster.hardware.gpu import load_gpu
-from simcluster.heldout.eager_regimes import regime_mode_of
+from simcluster.heldout.eager_runs import regime_mode_of
 from simcluster.llm import caveats, eager, eager_ac, ops, work
 from simcluster.llm.comm import Network
 from simcluster.llm.framework import TORCH_AMP

@@ -131,31 +131,31 @@ def test_permute_bytes_by_hand():
 
 
 def test_shared_expert_overlap_hides_up_to_the_shared_experts_time(monkeypatch):
-    from simcluster.llm import work
+    from simcluster.llm import layer_work
     from simcluster.llm.moe_compute import MoeCompute, a2a_pair_s
 
     lc = comm.LayerComm(0, 0, 0, 0, ep_fwd_s=3e-3, ep_bwd_s=5e-3)
     gpu = type("G", (), {"overlap_compute_slowdown": 0.0, "overlap_comm_rate": 1.0, "sm_count": 132})()
     from simcluster.llm.framework import MEGATRON
     par = ParallelSpec(dp=8, ep=8, moe_shared_expert_overlap=True)
-    assert work.exposed_ep(par, lc, gpu, MEGATRON, MoeCompute(9e-3, 1e-3, 10e-3, 2e-3, 8e-3, 1e-3, 8e-3)) == pytest.approx((2e-3, 0.0))
-    assert work.exposed_ep(ParallelSpec(dp=8, ep=8), lc, gpu, MEGATRON, MoeCompute(1, 1, 1, 1, 1)) == (3e-3, 5e-3)
+    assert layer_work.exposed_ep(par, lc, gpu, MEGATRON, MoeCompute(9e-3, 1e-3, 10e-3, 2e-3, 8e-3, 1e-3, 8e-3)) == pytest.approx((2e-3, 0.0))
+    assert layer_work.exposed_ep(ParallelSpec(dp=8, ep=8), lc, gpu, MEGATRON, MoeCompute(1, 1, 1, 1, 1)) == (3e-3, 5e-3)
     # the combined 1F1B pair, phase by phase (dispatch = combine = 1.5 ms forward, 2.5 ms backward):
     # A max(combine_bwd 2.5, pre_f 1) = 2.5; B: mlp_fwd starts at max(mlp_b 1 + dw 1, dispatch_f 1.5) = 2 and ends at 3,
     # dispatch_bwd starts at max(1.5, 1) and ends at 4: 4; C max(combine_fwd 1.5, pre_b 0.5) = 1.5; pair 8 ms, compute 4.5 ms
     par = ParallelSpec(dp=8, ep=8, moe_a2a_overlap=True)
     c = MoeCompute(pre_f=1e-3, mlp_f=1e-3, pre_b=0.5e-3, mlp_b=1e-3, dw_b=1e-3)
     assert a2a_pair_s(c, 3e-3, 5e-3) == pytest.approx(8e-3)
-    assert work.exposed_ep(par, lc, gpu, MEGATRON, c) == pytest.approx((3.5e-3 * 3 / 8, 3.5e-3 * 5 / 8))
+    assert layer_work.exposed_ep(par, lc, gpu, MEGATRON, c) == pytest.approx((3.5e-3 * 3 / 8, 3.5e-3 * 5 / 8))
     # the same compute in one lump beside the EP time would hide all of it (8 ms of compute, 8 ms of EP): the phases do not
     lump = MoeCompute(pre_f=4e-3, mlp_f=0.0, pre_b=4e-3, mlp_b=0.0, dw_b=0.0)
-    assert sum(work.exposed_ep(par, lc, gpu, MEGATRON, lump)) == pytest.approx(4e-3)   # A: 4 | B: 4 | C: 4 -> 12 - 8
+    assert sum(layer_work.exposed_ep(par, lc, gpu, MEGATRON, lump)) == pytest.approx(4e-3)   # A: 4 | B: 4 | C: 4 -> 12 - 8
     # the dispatcher's 20 of 132 SMs: beside long compute the pair still exposes 20/132 of its EP time
     long = MoeCompute(10e-3, 10e-3, 10e-3, 5e-3, 5e-3)
-    assert sum(work.exposed_ep(par, lc, gpu, MEGATRON, long)) == pytest.approx(8e-3 * 20 / 132)
+    assert sum(layer_work.exposed_ep(par, lc, gpu, MEGATRON, long)) == pytest.approx(8e-3 * 20 / 132)
     deep = ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep", moe_a2a_overlap=True)
-    assert sum(work.exposed_ep(deep, lc, gpu, MEGATRON, long)) == pytest.approx(8e-3 * 20 / 132)
-    assert sum(work.exposed_ep(deep, lc, gpu, MEGATRON, MoeCompute(1e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3))) == pytest.approx(4e-3)   # 2.5 + 4 + 1.5 - 4
+    assert sum(layer_work.exposed_ep(deep, lc, gpu, MEGATRON, long)) == pytest.approx(8e-3 * 20 / 132)
+    assert sum(layer_work.exposed_ep(deep, lc, gpu, MEGATRON, MoeCompute(1e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3))) == pytest.approx(4e-3)   # 2.5 + 4 + 1.5 - 4
     with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs moe_dispatcher: alltoall"):
         ParallelSpec(dp=8, ep=8, moe_dispatcher="deepep", moe_shared_expert_overlap=True)
     with pytest.raises(LlmConfigError, match="moe_shared_expert_overlap: needs a shared expert"):

@@ -1,4 +1,4 @@
-"""Megatron-Core's local-spec MoE layer issued from the host (framework.MoeHost, work._moe_host)."""
+"""Megatron-Core's local-spec MoE layer issued from the host (framework.MoeHost, layer_work._moe_host)."""
 
 from pathlib import Path
 

@@ -81,7 +81,7 @@ def test_the_one_gpu_step_at_long_sequence_is_priced_over_the_cards_memory_witho
 
 
 def test_the_shapes_are_new_to_calibration_on_this_helpers_seqs():
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     tokens = measured_llm_tokens(BUNDLE)
     for name, preset, seq, _ in script().SHAPES:

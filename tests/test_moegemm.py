@@ -51,17 +51,16 @@ def test_term_scales_expert_gemms_only_and_is_off_by_default():
     expert, dense = gemm("expert_up", 4096, 768, 2048, 8), gemm("up", 4096, 768, 2048)
     base_e, base_d = op_time_s(gpu, expert, "bf16"), op_time_s(gpu, dense, "bf16")
     assert not moe_gemm_term.is_on()
-    moe_gemm_term.enable([(4096, 768, 2048, "bf16", 1.5), (64, 64, 64, "bf16", 3.0), (4096, 768, 2048, "fp8", 9.0)])
-    op_price.forget()
-    try:
+    with op_price.expert_gemm_term([(4096, 768, 2048, "bf16", 1.5), (64, 64, 64, "bf16", 3.0), (4096, 768, 2048, "fp8", 9.0)]):
         assert op_time_s(gpu, expert, "bf16") == pytest.approx(1.5 * base_e)        # nearest shape of its dtype
         assert op_time_s(gpu, dense, "bf16") == pytest.approx(base_d)               # a dense GEMM is not touched
         assert moe_gemm_term.factor(4000, 800, 2000, "bf16") == 1.5
         assert moe_gemm_term.factor(4096, 768, 2048, "fp16") == 1.0                 # no row of that dtype
-    finally:
-        moe_gemm_term.disable()
-        op_price.forget()
-    assert op_time_s(gpu, expert, "bf16") == pytest.approx(base_e)
+        with pytest.raises(RuntimeError), op_price.expert_gemm_term([(4096, 768, 2048, "bf16", 2.0)]):
+            assert op_time_s(gpu, expert, "bf16") == pytest.approx(2.0 * base_e)    # nested: the inner table, memo dropped
+            raise RuntimeError("inside")
+        assert op_time_s(gpu, expert, "bf16") == pytest.approx(1.5 * base_e)        # the outer table back after the error
+    assert not moe_gemm_term.is_on() and op_time_s(gpu, expert, "bf16") == pytest.approx(base_e)
     with pytest.raises(ValueError):
         moe_gemm_term.enable([(1, 1, 1, "bf16", 0.0)])
 

@@ -57,6 +57,23 @@ def test_off_by_default_and_enable_refuses_a_non_positive_ratio():
     assert not moe_host_floor.is_on()
 
 
+def test_switched_on_restores_the_state_before_also_on_an_error():
+    fw = SimpleNamespace(moe_sync_kernel_s=1.0)
+    with moe_host_floor.switched_on(2.0):
+        assert moe_host_floor.serial_s(fw) == 2.0
+        with moe_host_floor.switched_on(3.0):                       # nested: the inner ratio, then the outer one back
+            assert moe_host_floor.serial_s(fw) == 3.0
+        assert moe_host_floor.serial_s(fw) == 2.0
+    assert not moe_host_floor.is_on()
+    with pytest.raises(RuntimeError), moe_host_floor.switched_on():
+        assert moe_host_floor.is_on()
+        raise RuntimeError("inside")
+    assert not moe_host_floor.is_on()                                # off again after the error
+    with pytest.raises(ValueError), moe_host_floor.switched_on(0.0):
+        pass
+    assert not moe_host_floor.is_on()
+
+
 def test_the_floor_is_n_cs_plus_r_less_compute_and_priced_host():
     model, par, batch, gpu = _layer()
     fwd, bwd = compiled.layer_ops(model, par, batch, MEGATRON)
@@ -73,11 +90,8 @@ def test_build_work_moves_only_when_on_and_under_a2a_overlap_too():
     for a2a in (False, True):
         model, par, batch, gpu = _layer(a2a=a2a)
         off, local_off = _build(model, par, batch, gpu, MEGATRON), _build(model, par, batch, gpu, MEGATRON_LOCAL)
-        moe_host_floor.enable()
-        try:
+        with moe_host_floor.switched_on():
             on, local_on = _build(model, par, batch, gpu, MEGATRON), _build(model, par, batch, gpu, MEGATRON_LOCAL)
-        finally:
-            moe_host_floor.disable()
         f_off, b_off, f_on, b_on = off.stages[0].forward[0], off.stages[0].backward[0], on.stages[0].forward[0], on.stages[0].backward[0]
         fwd, bwd = compiled.layer_ops(model, par, batch, MEGATRON)
         c = ops.ops_time_s(gpu, fwd, "bf16") + ops.ops_time_s(gpu, bwd, "bf16")   # one layer's C; the chunk task holds 4 + the ends

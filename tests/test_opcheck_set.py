@@ -78,7 +78,7 @@ def test_the_device_script_runs_the_probe_first_and_the_registered_processes():
 
 
 def test_the_shapes_are_new_to_calibration_by_tokens_and_their_seqs_by_any_bundle():
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     earlier = measured_llm_tokens(BUNDLE, HB49_RERUN)   # hb49 (session 49) re-ran one of these shapes later, exactly
     seqs = {seq for _, _, seq, _, _ in script().SHAPES}

@@ -86,8 +86,8 @@ def test_exposed_waits_follow_the_issue_order(monkeypatch):
 def test_memory_falls_with_cp_and_the_slowest_rank_sets_the_layer():
     from simcluster.cards import load_collective
     from simcluster.hardware.gpu import load_gpu
+    from simcluster.llm.layer_work import _torch_cp_layer
     from simcluster.llm.memory import memory_per_gpu
-    from simcluster.llm.work import _torch_cp_layer
 
     gpu, _ = load_gpu(ROOT / heldout.H200)
     one = memory_per_gpu(MODEL, ParallelSpec(), BATCH, gpu.hbm_capacity_bytes, eager.torch_framework(ParallelSpec()))

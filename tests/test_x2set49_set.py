@@ -190,7 +190,7 @@ def test_the_zero3_switch_is_off_zero_3_only_and_drops_only_the_forward_casts():
     from simcluster.llm import eager, framework, fsdp2_zero2
     from simcluster.llm.param_counts import stage_params
     from simcluster.llm.spec import ParallelSpec
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     specs = [fw for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec)]
     assert not any(fw.zero3_bf16_weights for fw in specs)   # off everywhere: a candidate, not adopted

@@ -104,7 +104,7 @@ def test_the_bf16_weights_switch_is_adopted_leaves_zero_3_and_drops_only_the_for
     from simcluster.heldout.eager import H200, model_of
     from simcluster.heldout.eager_regimes import layout_of
     from simcluster.llm.param_counts import stage_params
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     par = layout_of("fsdp-zero2")[0]
     params = stage_params(model_of({"model": PRESETS["8b"]}, 2656), par, 0).total

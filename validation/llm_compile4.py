@@ -31,7 +31,7 @@ from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.framework import EAGER_LOSS, EAGER_LOSS_UNTIL_34  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
 from simcluster.llm.work import build_work  # noqa: E402
-from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.runner.llm_decoder import PRESETS  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
 
 ROOT = llm_compile2.ROOT

@@ -35,7 +35,7 @@ from simcluster.heldout.eager import model_of  # noqa: E402
 from simcluster.llm import compiled, eager, ops, vocab_ops  # noqa: E402
 from simcluster.llm.param_counts import stage_params  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
-from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.runner.llm_decoder import PRESETS  # noqa: E402
 from simcluster.script_args import check  # noqa: E402
 from simcluster.strict import load_json  # noqa: E402
 

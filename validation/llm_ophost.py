@@ -36,7 +36,7 @@ from simcluster.llm import eager  # noqa: E402
 from simcluster.llm.comm import Network  # noqa: E402
 from simcluster.llm.predict import predict_llm  # noqa: E402
 from simcluster.llm.spec import BatchSpec, ParallelSpec  # noqa: E402
-from simcluster.runner.llm_step import PRESETS  # noqa: E402
+from simcluster.runner.llm_decoder import PRESETS  # noqa: E402
 from simcluster.script_args import check  # noqa: E402
 
 CARD = ROOT / "models/gpu/h200-sxm-interleaved.yaml"

@@ -35,7 +35,7 @@ Modes onto the model (llm-step's docstring says what each mode runs):
         whole on each rank: memory only); global batch = micro-batch.
 What the model cannot express (expected direction of the error, decided before the data):
   all   DDP's first 1 MiB bucket; the NCCL kernels' slowdown of the overlapped compute (priced since session 21
-        for DDP, 22 for FSDP2, NVLink only: work._beside); host costs that grow with
+        for DDP, 22 for FSDP2, NVLink only: overlap.beside); host costs that grow with
         the tensors' size (the host model is fitted on hidden-128 decoders; each mode's hooks and DTensor dispatch
         are in its own fit since session 21).
   fsdp  the root unit (embedding, LM head, final norm) stays gathered in bf16 through the step; the model holds

@@ -23,7 +23,8 @@ import statistics
 from pathlib import Path
 
 from simcluster.heldout.eager import ROOT
-from simcluster.heldout.eager_regimes import process_runs, step_set_rows
+from simcluster.heldout.eager_regimes import step_set_rows
+from simcluster.heldout.eager_runs import process_runs
 
 CUDNNSTEP_BUNDLE = "calibration/h200x2-eager-cudnnstep-2026-11-29"
 FSDPMEM_BUNDLE = "calibration/h200x2-eager-fsdpmem-2026-11-29"

@@ -39,7 +39,8 @@ from pathlib import Path
 
 from simcluster.errors import SimclusterError
 from simcluster.heldout.eager import ROOT
-from simcluster.heldout.eager_regimes import process_runs, step_set_rows
+from simcluster.heldout.eager_regimes import step_set_rows
+from simcluster.heldout.eager_runs import process_runs
 
 PPHOST_BUNDLE = "calibration/h200x2-eager-pphost-2026-11-29"
 SHIPPED = "old"   # the registered prediction the product ships (the candidate `today` was taken back out)
@@ -58,7 +59,7 @@ S44_SHIPPED = "product"   # the registered prediction of the model the product s
 
 
 def process_medians(bundle: Path, reg_row: dict) -> list[float]:
-    """Rank 0's median step (ms) of each process of a row that ran (eager_regimes.process_runs); fewer than two, or a
+    """Rank 0's median step (ms) of each process of a row that ran (eager_runs.process_runs); fewer than two, or a
     run that holds no timed shape, is a SimclusterError naming the file or the row."""
     out = [p["step_ms"] for p in process_runs(bundle, reg_row, memory=False)]
     if len(out) < 2:

@@ -1,7 +1,8 @@
 """The registered eager-PyTorch layouts (heldout/eager.py's REGISTERED bundles): each runner layout onto the model
 (layout_of), the layout predicted as its registration predicts it (regime_predict: the registered step, memory and
 breakdown), the bundles' runs read against their registered.yaml (registered_rows), and every held-out eager row of the
-multi-GPU sets, SEALED (today's model, heldout/eager.bundle_rows) and REGISTERED together (held_out_rows)."""
+multi-GPU sets, SEALED (today's model, heldout/eager.bundle_rows) and REGISTERED together (held_out_rows). The
+documents as they ran (which layout, a bundle's documents, a step set's processes): heldout/eager_runs.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, _document, bundle_rows, model_of
+from simcluster.heldout.eager import CARDS, H100, H100_HOST, H200, MICROBATCHES, MODE_HOST, REGISTERED, ROOT, SEALED, SEQ, bundle_rows, model_of
+from simcluster.heldout.eager_runs import process_runs, regime_documents, regime_mode_of  # noqa: F401 - process_runs: for registered read-outs
 from simcluster.llm import eager
 from simcluster.llm.host_bound import is_host_bound
 from simcluster.llm.spec import ParallelSpec
@@ -191,8 +193,8 @@ def regime_predict(preset: str, mb: int, mode: str, gpu_label: str, own_host: Pa
     from simcluster.llm.memory import GiB, stage_memories
     from simcluster.llm.predict import predict_llm
     from simcluster.llm.spec import BatchSpec
+    from simcluster.runner.llm_decoder import PRESETS
     from simcluster.runner.llm_pipeline import chunk_layer_ranges
-    from simcluster.runner.llm_step import PRESETS
 
     par, gpus, m = layout_of(mode)
     m = microbatches or m
@@ -283,28 +285,6 @@ def registered_host_share(reg: dict, gpu_label: str, base_host: Path = MODE_HOST
                               base_host), "today's model"
 
 
-def regime_mode_of(doc: dict) -> str:
-    if doc.get("mode") == "pp":
-        stages = doc["pipeline"].get("stages", 2)
-        kind = {"ScheduleGPipe": "gpipe", "ScheduleInterleaved1F1B": "interleaved"}.get(doc["pipeline"]["schedule"], "1f1b")
-        return f"pp{stages if stages != 2 else ''}-{kind}"
-    if doc.get("mode") in ("tp+ddp", "tp+fsdp", "pp+ddp"):
-        return str(doc["mode"])
-    from simcluster.llm import eager, eager_ac
-
-    ac = eager_ac.document_mode(doc)   # op / every:N runs set ac_mode (single+sac-op, single+ckpt-every2)
-    return eager.mode_of(eager_ac.parallel_of(ac)) if ac != "none" else str(doc.get("mode"))
-
-
-def regime_documents(bundle: Path) -> tuple[list[dict], list[str]]:
-    """The llm-step documents of an eager-regimes bundle, and a line per file that holds none (the run failed)."""
-    docs, failed = [], []
-    for path in sorted(bundle.glob("runs/*.json")) + sorted(bundle.glob("*.json")):
-        doc, _ = _document(path.read_text())
-        (docs.append(doc) if doc is not None else failed.append(str(path)))
-    return docs, failed
-
-
 def held_out_rows() -> list[dict]:
     """Every timed shape of the held-out bundles: SEALED predicted with today's model, then the eager-regimes bundle
     against its registered predictions: {bundle, label, gpus, tp, pp, zero, measured_s, predicted_s, transport,
@@ -355,44 +335,4 @@ def registered_rows(bundle: Path) -> list[dict]:
                         "host_share": share, "host_bound": is_host_bound(share), "host_flag": flag,
                         "today_s": todays_step_s(reg, gpu, base_host),   # beside the registered step (trust/moved.py)
                         "shape": step_shape(preset, shape["seq"], shape["micro_batch"], reg["microbatches"])})
-    return out
-
-
-def process_runs(bundle: Path, reg_row: dict, memory: bool = True, dropped: list[str] | None = None,
-                 read=None) -> list[dict]:
-    """A registered step set's row as its processes ran (heldout/eager_pphost, eager_cudnnstep): each process's timed
-    shape (runs/NAME-rK.json, K = 1..processes) as {step_ms: rank 0's median step, steps_s: rank 0's timed steps (s; []
-    if the document has none), mem_GiB: [rank 0's peak, the one the runner's document holds for DDP / FSDP2 (every
-    rank's only where it lists `ranks`); not read with memory False]}: a process the call did not reach (the budget guard) is left out ([] if none
-    ran); a file that holds no timed shape is a SimclusterError naming it, or, where a `dropped` list is given, that
-    error's line appended to it and the process left out. Hook for a set with its own reading (eager_today): read(text,
-    reg_row) -> (document, '' or why the process is not the registered one): a process it refuses is left out with
-    "FILE: why" appended to `dropped`."""
-    import json
-
-    from simcluster.errors import SimclusterError
-
-    out = []
-    for k in range(1, int(reg_row["processes"]) + 1):
-        path = bundle / "runs" / f"{reg_row['name']}-r{k}.json"
-        if not path.is_file() or path.stat().st_size == 0:
-            continue
-        if read is not None:
-            doc, why = read(path.read_text(errors="replace"), reg_row)
-            if why:
-                dropped.append(f"{path.name}: {why}")
-                continue
-        try:
-            doc = json.loads(path.read_text()) if read is None else doc
-            shape = next(s for s in doc["shapes"] if s.get("status") == "ok")
-            run = {"step_ms": float(shape["median_step_s"]) * 1e3, "steps_s": [float(x) for x in shape.get("step_times_s") or []]}
-            if memory:
-                ranks = shape.get("ranks") or [{"max_memory_allocated_bytes": shape["max_memory_allocated_bytes"]}]
-                run["mem_GiB"] = [float(r["max_memory_allocated_bytes"]) / 2**30 for r in ranks]
-            out.append(run)
-        except (json.JSONDecodeError, StopIteration, KeyError, TypeError, ValueError, AttributeError) as exc:
-            error = SimclusterError(f"{path}: no timed shape ({type(exc).__name__}: {exc})")
-            if dropped is None:
-                raise error from None
-            dropped.append(str(error))
     return out

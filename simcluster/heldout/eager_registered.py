@@ -192,7 +192,7 @@ def one_gpu_predict(preset: str, layers: int | None, seq: int, mb: int, compiled
     from simcluster.llm.comm import Network
     from simcluster.llm.predict import predict_llm
     from simcluster.llm.spec import BatchSpec, ParallelSpec
-    from simcluster.runner.llm_step import PRESETS
+    from simcluster.runner.llm_decoder import PRESETS
 
     _, gpu = _flag_hosts()
     par = ParallelSpec(recompute=recompute[0], recompute_every=recompute[1])

@@ -39,7 +39,7 @@ def checkpointing(reg: dict) -> tuple[str, int]:
 
 def check_run(doc: dict, reg: dict) -> str:
     """'' when an llm-step document ran the registered row's configuration, else why not."""
-    from simcluster.heldout.eager_regimes import regime_mode_of
+    from simcluster.heldout.eager_runs import regime_mode_of
     from simcluster.llm import eager_ac
 
     shapes = doc.get("shapes") if isinstance(doc.get("shapes"), list) else []
@@ -60,7 +60,7 @@ def check_run(doc: dict, reg: dict) -> str:
 
 def read_process(text: str, reg: dict) -> tuple[dict | None, str]:
     """(llm-step document, '' or why the process is not the registered row's) of a process's file: the reading
-    eager_regimes.process_runs takes from this set (a document among the log lines, check_run's configuration)."""
+    eager_runs.process_runs takes from this set (a document among the log lines, check_run's configuration)."""
     doc, failure = _document(text.strip())
     if not failure:
         failure = "no llm-step document" if doc is None else check_run(doc, reg)
@@ -115,10 +115,11 @@ def predict(preset: str, seq: int, mb: int, mode: str, compiled: bool, ac_mode: 
 
 
 def read_rows(bundle: Path = ROOT / TODAY_BUNDLE) -> tuple[list[dict], list[str]]:
-    """Every registered row that ran (eager_regimes.step_set_rows, the processes by eager_regimes.process_runs through
+    """Every registered row that ran (eager_regimes.step_set_rows, the processes by eager_runs.process_runs through
     read_process), in heldout/eager_regimes.held_out_rows' keys with framework, recompute, regime and processes, and a
     line per process or row left out. A set not run yet (no runs/): no rows."""
-    from simcluster.heldout.eager_regimes import process_runs, step_set_rows
+    from simcluster.heldout.eager_regimes import step_set_rows
+    from simcluster.heldout.eager_runs import process_runs
 
     if not (bundle / "runs").is_dir():
         return [], []

@@ -15,7 +15,7 @@ from simcluster.heldout.eager import ROOT
 
 # The registered step sets whose rows all_held_out_rows gives (trust/build.eager_held_out_rows), each with its reader:
 # the long-sequence ones (cudnnstep, fsdpmem, fsdpstep) by heldout/eager_cudnnstep, the eager-today set by heldout/eager_today (its own
-# row checks, read through eager_regimes.step_set_rows and process_runs as these are)
+# row checks, read through eager_regimes.step_set_rows and eager_runs.process_runs as these are)
 # (readers looked up when called, so that a test's monkeypatch of held_out_rows takes)
 REGISTERED_STEP_SETS = ((eager_cudnnstep.CUDNNSTEP_BUNDLE, lambda b: eager_cudnnstep.held_out_rows(b)),
                         (eager_cudnnstep.FSDPMEM_BUNDLE, lambda b: eager_cudnnstep.held_out_rows(b)),

@@ -2,7 +2,7 @@
 fp32 weights under bf16 autocast and torch AdamW (framework.TORCH_AMP), with the parallel wrapper the parallel block implies:
   dp > 1, zero 0   torch DDP: its reducer's fp32 bucket copy of the gradients (ddp_bucket_bytes 4; memory and the
                    step's bucket copies, work.ddp_bucket_copies_s); its bucket all_reduces and the backward they
-                   overlap slow each other by the GPU card's measured comm_overlap (comm_interference, work._beside:
+                   overlap slow each other by the GPU card's measured comm_overlap (comm_interference, overlap.beside:
                    measured for all_reduce beside GEMMs over NVLink; the socket transport is not measured, and
                    validation/llm_two_gpu.py turns it off there)
   dp > 1, zero 3   FSDP2 (fully_shard per layer, MixedPrecisionPolicy bf16 parameters / fp32 reduce): parameters

@@ -110,7 +110,7 @@ class FrameworkSpec:
                                       # fit; the checkpointed blocks' at host_kernel_s, the ckpt mode's; llm/eager.py)
     host_plain_step_s: float = 0.0    # with host_plain_kernel_s: the single mode's per-step host cost (host_step_s the ckpt
                                       # mode's), blended by the share of blocks checkpointed (work._host_step_s)
-    moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (work._moe_host)
+    moe_host: MoeHost | None = None   # Megatron-Core's MoE layer issued from the host around its dispatcher's sync (layer_work._moe_host)
     moe_sync_kernel_s: float = MOE_SYNC_KERNEL_S   # host seconds per modelled call after each MoE layer's dispatcher
                                       # sync, read only where transformer_engine (llm/moe_sync.applies); 0 = the host runs ahead
     bucket_params: int = 0            # gradient bucket (parameters); 0 = Megatron's max(40M, 1M dp)
@@ -123,7 +123,7 @@ class FrameworkSpec:
                                                # optimizer (Megatron-LM before --overlap-grad-reduce); False: overlapped
     blocking_p2p: bool = False        # pipeline sends block the sender's compute stream (batch_isend_irecv + wait + synchronize)
     comm_interference: bool = False   # data-parallel NCCL kernels and the compute they overlap slow each other by the GPU
-                                      # card's measured comm_overlap (work._beside; eager torch DDP / FSDP2, llm/eager.py)
+                                      # card's measured comm_overlap (overlap.beside; eager torch DDP / FSDP2, llm/eager.py)
     loss_fwd_bytes: float = 6.0       # cross-entropy bytes per logit, forward (fused: bf16 logits read, fp32 softmax written)
     loss_bwd_bytes: float = 12.0      # and backward (eager frameworks: EAGER_LOSS, 2 kernels forward and 3 backward: vocab_ops)
     torch_pipelining: bool = False    # torch.distributed.pipelining's pipeline (torch, pp > 1; virtual stages: llm/torch_p2p.py)

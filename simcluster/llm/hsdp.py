@@ -20,7 +20,7 @@ reduce_scatter on the post-backward stream (_runtime_utils._reduce_grad); FSDP2'
 all_reduce_stream after reduce_scatter_stream. So the backward runs two communication streams beside its compute:
 the shard group's gathers and reduce_scatters (AG + RS), and the replica group's all_reduces (AR), each layer's one
 reduce_scatter behind: the backward's data-parallel span is max(AG + RS, RS / L + AR), each stream stretched as it runs
-beside the compute (work._beside, the GPU card's comm_overlap), and the compute loses what all NCCL kernels beside it
+beside the compute (overlap.beside, the GPU card's comm_overlap), and the compute loses what all NCCL kernels beside it
 (AG + RS + AR) cost it. The last layer's reduce_scatter and all_reduce, (RS + AR) / L, run after the backward (the
 DES's tail bucket). The shard group of S <= GPUs per node runs on the NVLink card, the replica group on the fabric;
 S larger than a node puts the shard group on the fabric too (llm/comm.place).
@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 from simcluster.llm import comm
 from simcluster.llm.framework import FrameworkSpec
+from simcluster.llm.overlap import beside
 from simcluster.llm.spec import LlmConfigError, ParallelSpec
 
 
@@ -62,10 +63,10 @@ class Zero3Calls:
         """The last layer's reduce_scatter (and all_reduce), after the backward's compute."""
         return (self.scatter_s + self.replica_s) / self.layers
 
-    def backward_dp_s(self, compute_s: float, gpu, fw: FrameworkSpec, beside) -> float:
-        """The backward's exposed data-parallel seconds beside `compute_s` of compute (beside(compute, comm, gpu, fw) ->
-        (compute lost, span): work._beside): what every NCCL kernel beside it costs the compute, the streams' excess over
-        the compute, and one layer's gather ahead."""
+    def backward_dp_s(self, compute_s: float, gpu, fw: FrameworkSpec) -> float:
+        """The backward's exposed data-parallel seconds beside `compute_s` of compute (overlap.beside: compute lost,
+        span): what every NCCL kernel beside it costs the compute, the streams' excess over the compute, and one layer's
+        gather ahead."""
         slow = beside(compute_s, self.backward_total_s, gpu, fw)[0]
         span = max(lag + beside(compute_s, c_s, gpu, fw)[1] for lag, c_s in self.backward_streams())
         return slow + max(0.0, span - compute_s - slow) + self.gather_s / self.layers

@@ -19,10 +19,11 @@ import math
 _TABLE: tuple = ()        # ((m, n, k, dtype, ratio), ...): empty = off
 
 
-def enable(table) -> None:
-    """Turn the term on with `table` (rows (m, n, k, dtype, ratio)); an empty table is refused. The caller clears
-    op_price's memo after enable / disable (op_price.forget): the hot path's key does not look at the table."""
-    rows = tuple((int(m), int(n), int(k), str(d), float(r)) for m, n, k, d, r in table)
+def enable(rows) -> None:
+    """Turn the term on with `rows` (m, n, k, dtype, ratio); an empty table is refused. The caller clears op_price's
+    memo after enable / disable (op_price.forget: the hot path's key does not look at the table), or switches it with
+    op_price.expert_gemm_term, which does both and restores the table before."""
+    rows = tuple((int(m), int(n), int(k), str(d), float(r)) for m, n, k, d, r in rows)
     if not rows or any(not (r > 0 and math.isfinite(r)) for *_, r in rows):
         raise ValueError("the expert-GEMM term needs at least one row, each with a positive finite ratio")
     global _TABLE
@@ -36,6 +37,11 @@ def disable() -> None:
 
 def is_on() -> bool:
     return bool(_TABLE)
+
+
+def table() -> tuple:
+    """The rows the term is on with (() when off): what op_price.expert_gemm_term restores."""
+    return _TABLE
 
 
 def factor(m: int, n: int, k: int, dtype: str) -> float:

@@ -36,6 +36,9 @@ its regime (in_regime) recorded after the registration."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from simcluster.llm import moe_graphs, moe_sync, ops
 
 SERIAL_RATIO = 1.559   # calibration/h200x1-moe54c-2026-12-01 RULE CS (readout.txt): Megatron-Core / plain-torch layer events
@@ -61,6 +64,19 @@ def is_on() -> bool:
     return _RATIO > 0
 
 
+@contextmanager
+def switched_on(ratio: float = SERIAL_RATIO) -> Iterator[None]:
+    """The floor on at c_s = ratio x c inside the block, and its state before (off, or another ratio) back on leaving it,
+    an error included: a what-if's switch-and-restore (validation/moeterm54.floor_on, registered, keeps its own)."""
+    global _RATIO
+    before = _RATIO
+    enable(ratio)
+    try:
+        yield
+    finally:
+        _RATIO = before
+
+
 def prices(fw, par) -> bool:
     """Whether the floor would price this framework's MoE layers (on or off): moe_sync's frameworks, A2A overlap included."""
     padded = par.moe_pad_to_capacity and moe_sync.PAD_NO_SYNC
@@ -68,7 +84,7 @@ def prices(fw, par) -> bool:
 
 
 def applies(fw, par) -> bool:
-    """Whether work.build_work adds the floor: on, and a framework it prices."""
+    """Whether layer_work.build_layer adds the floor: on, and a framework it prices."""
     return is_on() and prices(fw, par)
 
 

@@ -44,7 +44,7 @@ PAD_NO_SYNC_SOFTWARE = {"NeMo 25.09": "Megatron-Bridge's 25.09 container, after 
 
 def applies(fw, par) -> bool:
     """Whether the term prices this layer: a Transformer Engine framework (FrameworkSpec.transformer_engine: megatron,
-    megatron-te-fa2, megatron-unfused-loss; not the local spec, whose MoeHost prices its host, work._moe_host) with a
+    megatron-te-fa2, megatron-unfused-loss; not the local spec, whose MoeHost prices its host, layer_work._moe_host) with a
     host cost per call, and no A2A overlap. Under
     moe_a2a_overlap the same Nsight table gives no GPU idle (rank 0's GPU-active union 21.221 s in a 20.99-21.07 s step,
     the source's row 1): the host's calls are hidden behind the other micro-batch's overlapped compute and

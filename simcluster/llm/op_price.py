@@ -12,6 +12,8 @@ twice backward.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from simcluster.llm import moe_gemm_term, moe_router_term, torch_kernels
@@ -89,6 +91,24 @@ _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points 
 def forget() -> None:
     """Drop the memo: called after moe_gemm_term's or moe_router_term's table changes (enable / disable), which the key leaves out (hot path)."""
     _TIMES.clear()
+
+
+@contextmanager
+def expert_gemm_term(rows) -> Iterator[None]:
+    """The measured expert-GEMM term (llm/moe_gemm_term.py) on with `rows` inside the block, its table before (or off)
+    back on leaving it, an error included, and the memo dropped at both edges: the term's switch-and-restore (here, not
+    in moe_gemm_term, which cannot import this module's memo: this module imports it)."""
+    before = moe_gemm_term.table()
+    moe_gemm_term.enable(rows)
+    forget()
+    try:
+        yield
+    finally:
+        if before:
+            moe_gemm_term.enable(before)
+        else:
+            moe_gemm_term.disable()
+        forget()
 
 
 def op_time_s(gpu, op: Op, dtype: str) -> float:

@@ -30,6 +30,10 @@ first bucket and its last 1/n waits for the last bucket; from a gather started w
   param_gather_s = pipelined_s(F, G, n) - F = max(F, G) + min(F, G) / n - F
 (the DES, llm/simulate.py, does this per chunk from the gather's actual start on the DP stream: chunks' gathers run
 in order from the step's start, as without the overlap, where each chunk's first forward waits for all of it).
+
+Compute and NCCL kernels beside each other (beside, beside_excess; FrameworkSpec.comm_interference with the GPU card's
+measured comm_overlap): what the compute loses and when the communication ends; llm/work.py prices DP reductions and
+gathers with it, llm/layer_work.py a shared expert beside its dispatch.
 """
 
 from __future__ import annotations
@@ -59,6 +63,29 @@ def bulk_s(compute_s: float, comm_s: float) -> float:
 def param_gather_s(forward_s: float, gather_s: float, buckets: int) -> float:
     """Exposed time of a parameter all_gather in `buckets` buckets, one bucket ahead of the forward that uses them."""
     return pipelined_s(forward_s, gather_s, max(1, buckets)) - forward_s
+
+
+def beside(compute_s: float, comm_s: float, gpu, fw) -> tuple[float, float]:
+    """Compute and NCCL kernels running beside each other (FrameworkSpec.comm_interference, with the GPU card's
+    measured comm_overlap: compute rate lost s, NCCL rate kept r): (compute seconds lost, seconds until the
+    communication ends, from the start). The communication of C seconds alone takes C / r beside the compute, which
+    loses s C / r; when that outlasts the compute (C (1 - s) / r > T), the compute is slowed throughout (T s / (1 - s))
+    and the rest of the communication runs alone after it. Without interference: (0, C)."""
+    s, r = gpu.overlap_compute_slowdown, gpu.overlap_comm_rate
+    if not fw.comm_interference or s <= 0 or comm_s <= 0:
+        return 0.0, comm_s
+    alongside = comm_s / r
+    if alongside * (1 - s) <= compute_s:
+        return s * alongside, alongside
+    stretched = compute_s / (1 - s)
+    return stretched - compute_s, stretched + (comm_s - r * stretched)
+
+
+def beside_excess(compute_s: float, comm_s: float, gpu, fw) -> float:
+    """What communication running beside `compute_s` of compute adds to it (beside: the compute's loss, then the
+    communication's tail)."""
+    slow, span = beside(compute_s, comm_s, gpu, fw)
+    return max(compute_s + slow, span) - compute_s
 
 
 def _gemm_s(gpu, layer_ops: list[ops.Op], names: tuple[str, ...], dtype: str) -> float:

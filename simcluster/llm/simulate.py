@@ -60,7 +60,7 @@ class StageWork:
     param_gather_buckets: tuple[int, ...] = ()            # per chunk: n > 0 = the gather is overlapped bucket by bucket with
                                                           # the chunk's first forward (llm/overlap.py); 0 = waited for in full
     bucket_slowdown_s: tuple[float, ...] = ()             # per chunk: compute time its last backward loses to the bucket
-                                                          # reductions running beside it (llm/work.py, _beside); logged as dp
+                                                          # reductions running beside it (llm/work.py, overlap.beside); logged as dp
     backward_synced: tuple[Task, ...] = ()                # per chunk: its last backward where it differs from the others (FSDP
                                                           # no-sync: only the last reduce-scatters, llm/grad_sync.py); () = the same
 

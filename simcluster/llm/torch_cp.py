@@ -36,7 +36,7 @@ bytes read + written, kernels in brackets (_forward_seq, _backward_seq):
   comm      all_gather of c x 2K x 2 bytes forward and again backward; c sendrecv passes of 2K x 4 bytes backward, on the
             CP group's one NCCL stream (the 2-rank NVLink card); exposed_s walks the pass in issue order: what the
             compute stream waits for is the exposed CP time (exposed_cp_comm)
-The step's time is the slowest rank's (work._torch_cp_layer: each layer's all-gather couples the ranks); memory: the
+The step's time is the slowest rank's (layer_work._torch_cp_layer: each layer's all-gather couples the ranks); memory: the
 activations of n tokens (memory.py) and, at the forward's or backward's attention, the gathered K, V and the fp32
 buffers (transient_bytes) where they exceed the logits' peak they follow.
 Not modelled: DTensor's wrapping and dispatch of each SDPA call on the host (no measurement; the steps this prices are

@@ -15,7 +15,8 @@ from pathlib import Path
 from simcluster.errors import SimclusterError
 from simcluster.runner.collect import Step
 from simcluster.runner.llm_ac import parse_mode
-from simcluster.runner.llm_step import MODES, PRESETS, parse_shapes
+from simcluster.runner.llm_decoder import PRESETS
+from simcluster.runner.llm_step import MODES, parse_shapes
 
 GPU_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 
