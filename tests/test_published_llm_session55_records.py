@@ -120,3 +120,18 @@ def test_the_print_is_kept_and_reads_as_pinned():
     lines = [x.split() for x in PRINT.read_text().splitlines() if x.startswith("megatron-bridge-model-cards-h100-moe ")]
     printed = {int(x[1]): float(next(w for w in x if w.endswith("%"))[:-1]) for x in lines if "not compared" not in " ".join(x)}
     assert printed == pytest.approx({0: 100 * PREDICTED_ONCE[0]}, abs=0.06)
+
+
+def test_a_row_printing_tflops_alone_reads_in_the_moe_row_helper_without_a_guess():
+    """studies/moe_rows.predict_row (which validation/moeterm54.py's regime test calls) took tokens / step for every row and
+    raised a TypeError on a row printing TFLOP/s alone (Megatron-LM's recipe index, session 55): its measured step and
+    printed-FLOPs ratio are now nan there, the comparison's error unchanged."""
+    import math
+    import sys
+
+    sys.path.insert(0, str(ROOT / "studies"))
+    from moe_rows import predict_row
+
+    row = predict_row("llm-megatron-lm-moe-recipes-h100", 0)
+    assert math.isnan(row.measured_step_s) and math.isnan(row.printed_flops_ratio)
+    assert row.error == pytest.approx(0.070, abs=0.0006)   # validation/moe55-megatron-lm-moe-recipes-h100-predicted-once.txt
