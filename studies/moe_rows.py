@@ -53,7 +53,7 @@ class Row:
     held_out: bool
     printed_flops_ratio: float   # the source's printed FLOPs per token / simcluster's causal count of the file's shape
     gpus: int = 0
-    measured_step_s: float = 0.0   # the source's step (printed, or tokens per step / printed tokens/s)
+    measured_step_s: float = 0.0   # the source's step (printed, or tokens per step / printed tokens/s; nan: TFLOP/s alone)
 
 
 def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
@@ -73,7 +73,8 @@ def predict_row(stem: str, i: int, kernel_s: float | None = None) -> Row:
     result = predict_llm(model, par, batch, gpu, net, run["gpus"], "megatron", trace=False, framework=framework)
     _, _, _, error = _compared(ref, run, model, batch, result)
     meas, tokens = run["measured"], batch.global_batch * model.seq
-    tokens_per_s = meas.get("tokens_per_s") or tokens / meas["step_time_s"]
+    step = meas.get("step_time_s")   # a row printing TFLOP/s alone (no tokens/s, no step): both nan below, not a guess
+    tokens_per_s = meas.get("tokens_per_s") or (tokens / step if step else float("nan"))
     printed = (meas.get("tflops_per_gpu") or float("nan")) * 1e12 * run["gpus"] / tokens_per_s   # nan: no TFLOP/s printed
     ratio = printed / (model_flops_per_step(model, batch, "causal") / tokens)
     measured_step = meas.get("step_time_s") or tokens / tokens_per_s

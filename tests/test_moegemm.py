@@ -86,9 +86,10 @@ def test_grid_holds_every_published_moe_rows_expert_gemms():
 # off (RULE OFF), so this prices nothing today; a new file fails here until listed (review A50, finding 4)
 # session 51 publ51: Google's gpu-recipes A3 Ultra Mixtral 8x7B line (recorded after the set; its expert GEMMs not in the grid)
 # session 53 moe53: AWS's Qwen3-30B-A3B on 8 p5 (TP 8, EP 16 / 32: 8 / 4 local experts, mb 4 / 1; not in the grid)
+# session 55 moe55: Megatron-LM's Qwen3-30B-A3B H100 BF16 recipe row (TP 1, EP 8: 16 local experts; not in the grid)
 OFF_GRID_LATER = {"llm-megatron-moe-modelzoo-mixtral-8x22b-h100", "llm-megatron-moe-modelzoo-qwen3-235b-h100",
                   "llm-megatron-moe-modelzoo-qwen3-235b-h100-2026", "llm-gcp-gpu-recipes-a3ultra-h200-nemo",
-                  "llm-awsome-megatron-bridge-qwen3-30b-p5-h100"}
+                  "llm-awsome-megatron-bridge-qwen3-30b-p5-h100", "llm-megatron-lm-moe-recipes-h100"}
 
 
 def expert_gemms(path):

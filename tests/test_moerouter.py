@@ -125,7 +125,10 @@ OFF_GRID_LATER = {("llm-megatron-moe-modelzoo-qwen3-235b-h100", 3), ("llm-megatr
                   # is T' 4,096, 8 local). The router at qwen3-235b-ep32's (M, E) x1.00 / x0.25 (h 2048 against 4096 ties
                   # qwen3-30b-ep16's distance; the table's order picks it), the permutation qwen15-a800's at 1.00 x its
                   # bytes / moonlight-ep8's at 0.33 x (review B53, finding 0)
-                  *(("llm-awsome-megatron-bridge-qwen3-30b-p5-h100", i) for i in range(6))}
+                  *(("llm-awsome-megatron-bridge-qwen3-30b-p5-h100", i) for i in range(6)),
+                  # moe55 (session 55): Megatron-LM's Qwen3-30B-A3B H100 BF16 recipe row (TP 1, EP 8: T' 4,096 router
+                  # tokens, 16 local experts): no GRID layer (qwen3-30b-ep16 holds 8 local experts)
+                  ("llm-megatron-lm-moe-recipes-h100", 0)}
 
 
 def test_grid_holds_every_held_out_published_moe_rows_layer():

@@ -164,12 +164,15 @@ def test_registration_is_fresh(tmp_path, monkeypatch):
 
 
 @needs_history
-def test_not_judged_at_registration(capsys):
-    """The read-out as registered: no held-out regime row recorded after the registration yet (when one is recorded this
-    fails: the lead then runs the read-out, and judges or re-words this test)."""
+def test_not_judged_as_last_read(capsys):
+    """The read-out prints what was last read and committed: NOT JUDGED at registration (0 regime rows), and in session 55
+    (moe55) 1 regime row from 1 source, readout-session55-not-judged.txt (when another regime row is recorded this fails:
+    the lead then runs the read-out, and judges or re-words this test)."""
     assert script.main([str(BUNDLE)]) == 0
     out = capsys.readouterr().out
-    assert "RULE ADOPT: NOT JUDGED (0 held-out regime rows recorded after the registration from 0 sources" in out
+    committed = (BUNDLE / "readout-session55-not-judged.txt").read_text().splitlines()[1:]   # its first line: the command
+    assert out.splitlines() == committed
+    assert "RULE ADOPT: NOT JUDGED (1 held-out regime rows recorded after the registration from 1 sources" in out
     assert "# development   6 rows" in out
 
 
