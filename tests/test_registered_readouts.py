@@ -138,3 +138,11 @@ def test_files_then_names_published_files_that_exist():
     published = ROOT / "calibration" / "published"
     assert len(FILES_THEN) == 37
     assert not [f for f in FILES_THEN if not (published / f"{f}.yaml").is_file()]
+
+
+def test_a_rules_read_out_skips_without_its_commit(tmp_path):
+    """Cold review A55 item 6: a rule's read-out (band55 reads when files entered main) is skipped, not failed, in a copy
+    without the registering commit (a tarball, a shallow clone)."""
+    (tmp_path / "registered.yaml").write_text("commit: " + "0" * 40 + "\n")
+    assert not _has_commit(tmp_path)
+    assert _has_commit(ROOT / "calibration" / "rule-band55-2026-12-01") or not (ROOT / ".git").exists()
