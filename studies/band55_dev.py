@@ -1,7 +1,7 @@
 """DEVELOPMENT print of the source-weighted candidate band (simcluster/trust/sourceband.py, OFF) on today's rows, beside
 the shipped row-weighted rule (session 55, band55). Printed AFTER the candidate's adoption rule was registered
 (calibration/rule-band55-2026-12-01, REGISTERED commit 6d2953b3): every source here has been seen, so nothing printed
-here judges the candidate -- only sources recorded after the registration do (validation/band55.py).
+here judges the candidate -- only sources whose files are merged into main after the registration do (validation/band55.py).
 
 Reads the shipped error-band table (or --table PATH). Prints:
 1. per family, every row checked against the band each rule gives it with its source left out (the shipped rule's

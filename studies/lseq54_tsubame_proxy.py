@@ -69,7 +69,7 @@ def scaled_nvlink(scale: float, folder: Path) -> Path:
 def rows(nvlink: Path | None = None, gpu: Path | None = None) -> list[dict]:
     """Every row predicted once on the stand-in machine (its NVLink card `nvlink`, its GPU card `gpu` where given --
     session 55's studies/lseq55_tsubame_94gb.py passes the 94GB card): layout key, measured / predicted TFLOP/s,
-    attention share."""
+    attention share, memory-bound share (of the predicted compute, llm_heldout_breakdown's classes)."""
     ref = read_published(FILE, "published-llm-run")
     usage_all = {k: v for k, v in ref.usage.items() if k != "runs_not_compared"}
     ref = replace(ref, usage=usage_all)
@@ -85,7 +85,7 @@ def rows(nvlink: Path | None = None, gpu: Path | None = None) -> list[dict]:
         classes, _, compute = compute_split(p.model, par, p.batch, p.gpu, p.framework, r.critical_stage, r.micro_batches)
         out.append({"i": i, "seq": p.model.seq, "key": (par.tp, par.cp, par.pp, p.batch.micro_batch, run["gpus"]),
                     "meas": p.measured / 1e12, "pred": p.predicted / 1e12, "err": p.error,
-                    "attn": classes["attn"] / compute, "tp_exposed": r.breakdown["exposed_tp_comm"] / r.step_time_s,
+                    "attn": classes["attn"] / compute, "membound": classes["membound"] / compute, "tp_exposed": r.breakdown["exposed_tp_comm"] / r.step_time_s,
                     "fits": r.fits})
     return out
 

@@ -2,6 +2,7 @@
 registration, its verdict on synthetic new sources by the registered thresholds, which rows count as new (git and the
 registered sources), a fresh registration, and one-line refusals."""
 
+import dataclasses
 import subprocess
 
 import pytest
@@ -54,27 +55,49 @@ def test_verdicts_on_synthetic_new_sources():
     assert "candidate covers 50.0%" in script.judge(_checks({"a": (30, 30, 30, wider, wider), "b": (3, 0, 0, wider, wider)}), TH)
 
 
-def test_one_verdict_per_family_from_its_own_rows():
-    """Revision 1: each family of the new rows judged on its own new rows; with none, one NOT JUDGED line."""
+def _family(checks, family):
+    return [Compared(Residual(family, c.row.regime, c.row.source, c.row.row, c.row.scale, c.row.rho), c.shipped,
+                     c.shipped_status, c.candidate, c.candidate_status, c.candidate_finite) for c in checks]
+
+
+def test_one_verdict_per_family_needs_the_pooled_and_the_family_rule():
+    """Revision 2: a family ADOPTs only where its own new rows (revision 1) and all new rows pooled (the first
+    registration) both say ADOPT; one NOT JUDGED line with no new rows."""
     wide = (0.8, 1.2)
     across = _checks({"a": (10, 5, 10, (0.9, 1.1), wide), "b": (10, 5, 10, (0.9, 1.1), wide)})
     llm = [Compared(Residual("llm", "r", "c", "c runs[0]", 8.0, 1.0), wide, "validated", wide, "unvalidated", True)]
     lines = script.verdicts(across + llm, TH)
-    assert lines[0].startswith("RULE ADOPT collective across nodes: ADOPT (")
-    assert lines[1].startswith("RULE ADOPT llm: NOT JUDGED (1 new held-out rows with a band from 1 new sources")
+    assert lines[0].startswith("# all new rows pooled (the first registration's rule): ADOPT (")
+    assert lines[1].startswith("RULE ADOPT collective across nodes: ADOPT (needs ADOPT both pooled and per family; per "
+                               "family: ADOPT (")
+    assert lines[2].startswith("RULE ADOPT llm: NOT JUDGED (needs ADOPT both pooled and per family; per family: NOT JUDGED "
+                               "(1 new held-out rows with a band from 1 new sources")
+    # cold review A55 item 2's case: 2 across-nodes sources (candidate 100%, shipped 50%, ratio 2) and 2 llm sources
+    # (candidate 0%, shipped 100%): revision 1 alone ADOPTs across nodes; pooled (the first registration) is KEEP -> KEEP
+    llm = _family(_checks({"c": (10, 10, 0, (0.9, 1.1), wide), "d": (10, 10, 0, (0.9, 1.1), wide)}), "llm")
+    lines = script.verdicts(across + llm, TH)
+    assert lines[0].startswith("# all new rows pooled (the first registration's rule): KEEP (each new source weighing one: "
+                               "candidate covers 50.0%, shipped 75.0%")
+    assert lines[1].startswith("RULE ADOPT collective across nodes: KEEP (needs ADOPT both pooled and per family; per "
+                               "family: ADOPT (")
+    assert lines[2].startswith("RULE ADOPT llm: KEEP (needs ADOPT both pooled and per family; per family: KEEP (")
     assert script.verdicts([], TH) == ["RULE ADOPT: NOT JUDGED (0 new held-out rows with a band from 0 new sources; needs >= 20 "
                                        "from >= 2)"]
 
 
 def test_split_takes_unregistered_sources_whose_files_entered_after():
+    """Revision 2 (cold review A55 item 3): the old rows are the table's at the rule's commit (their rho as then, not the
+    judged table's re-predicted ones); a registered source's rows that table lacks are neither old nor new."""
     reg = {"commit": "c0", "sources": {"collective across nodes": ["old"]}}
-    rows = [Residual("collective across nodes", "r", "old", "runs[0] x", 16.0, 1.0),
+    then = Residual("collective across nodes", "r", "old", "runs[0] x", 16.0, 1.0)
+    rows = [dataclasses.replace(then, rho=1.5),
+            Residual("collective across nodes", "r", "old", "runs[1] later file", 16.0, 1.2),
             Residual("collective across nodes", "r", "nccl-h100-ib-x2-nebius-skypilot", "runs[0] x", 16.0, 1.0),
             Residual("llm eager", "e", "h200x2-lab", "lab row", 2.0, 1.0)]
-    old, new, lab = script.split(Table(rows), reg, after=lambda path, commit: True)
-    assert [r.source for r in old] == ["old"] and [r.source for r in new] == ["nccl-h100-ib-x2-nebius-skypilot"]
-    assert lab == ["h200x2-lab"]
-    assert script.split(Table(rows), reg, after=lambda path, commit: False)[1] == []   # a file that was there: not new
+    old, new, lab, neither = script.split(Table(rows), reg, Table([then]), after=lambda path, commit: True)
+    assert old == [then] and [r.source for r in new] == ["nccl-h100-ib-x2-nebius-skypilot"]
+    assert lab == ["h200x2-lab"] and [r.row for r in neither] == ["runs[1] later file"]
+    assert script.split(Table(rows), reg, Table([then]), after=lambda path, commit: False)[1] == []   # there before: not new
 
 
 @needs_history
@@ -89,8 +112,9 @@ def test_entered_after_reads_the_first_parent_history():
 
 @needs_history
 def test_registration_is_fresh(tmp_path, monkeypatch):
-    reg = fresh_register_equals(script, BUNDLE, tmp_path, monkeypatch, "commit")
-    assert reg["commit"] == REG_COMMIT and reg["table_rows"] == 2673
+    reg = fresh_register_equals(script, BUNDLE, tmp_path, monkeypatch, "revised_at")
+    assert reg["commit"] == REG_COMMIT and reg["table_rows"] == 2673 and reg["revision"] == 2
+    assert sorted(reg["frozen"]) == sorted(script.FROZEN) and (reg["level"], reg["sw_min_sources"]) == (0.8, 9)
     assert sum(len(v) for v in reg["sources"].values()) == 168 and reg["thresholds"] == TH
     assert "/work" not in (BUNDLE / "registered.yaml").read_text()
 
@@ -105,13 +129,32 @@ def test_not_judged_at_registration(capsys):
 
     reg = yaml.safe_load((BUNDLE / "registered.yaml").read_text())
     shipped = ROOT / "simcluster/trust/error_bands.json"
-    new = script.split(load_table(str(shipped)), reg)[1]
-    assert script.main([str(BUNDLE), "--table", str(shipped)]) == 0
-    out = capsys.readouterr().out
-    if not new:   # as registered: byte for byte
-        assert out == (BUNDLE / "readout-at-revision-1.txt").read_text()
-    else:         # new sources entered, not yet frozen and read: one verdict line all the same
-        assert out.count("RULE ADOPT ") >= 1
+    new = script.split(load_table(str(shipped)), reg, script.table_at(REG_COMMIT)[0])[1]
+    assert script.main([str(BUNDLE)]) == 0
+    out, registered = capsys.readouterr().out, (BUNDLE / "readout-at-revision-2.txt").read_text()
+    if script.hashlib.sha256(shipped.read_bytes()).hexdigest() == reg["table_sha256"]:   # the table as registered
+        assert out == registered
+    elif not new:   # regenerated (its sha256 and perhaps rows of held sources printed), still no new source
+        assert out.splitlines()[-1] == registered.splitlines()[-1]
+    else:           # new sources entered, not yet frozen and read: a verdict line per family of theirs
+        verdicts = [line for line in out.splitlines() if line.startswith("RULE ADOPT ")]
+        assert len(verdicts) == len({r.family for r in new if r.family}) or "NOT JUDGED" in out.splitlines()[-1]
+        assert all(v.split(": ", 1)[1].startswith(("ADOPT (", "KEEP (", "NOT JUDGED (")) for v in verdicts)
+
+
+@needs_history
+def test_changed_band_code_is_not_judged(monkeypatch, capsys):
+    """Revision 2 (cold review A55 item 1): a frozen file whose sha256 differs, or a parameter the code no longer has,
+    prints one NOT JUDGED line naming it."""
+    real = script.read_registration
+    monkeypatch.setattr(script, "read_registration", lambda b: {**real(b), "frozen": {"simcluster/trust/band.py": "0" * 64}})
+    assert script.main([str(BUNDLE)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(
+        "RULE ADOPT: NOT JUDGED (the judged code changed since the registration: simcluster/trust/band.py sha256 ")
+    monkeypatch.setattr(script, "read_registration", lambda b: {**real(b), "sw_min_sources": 8})
+    assert script.main([str(BUNDLE)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith("(the judged code changed since the registration: "
+                                                            "sw_min_sources 9, registered 8)")
 
 
 def test_one_line_refusals(tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""A candidate error band where each source weighs one (session 55, band55; OFF: no answer reads it).
+"""A candidate error band where each source weighs one (session 55, band55; OFF: no answer reads it, and the
+import-linter contract "The product never imports the source-weighted candidate band" forbids the product to import it).
 
 The shipped band (trust/table.conformal_bounds) is split-conformal over a regime's rows, each row weighing one, so a
 source with many rows carries the tail (review C54 item 5: MIT Engaging's 9 rows hold the IB all_reduce band's upper
@@ -29,7 +30,9 @@ finite 80% bound and the candidate gives the pool's whole range, marked `finite`
 
 Status otherwise as the shipped rule decides it (band.trust_of: the family's target, the thin rule, the axis, the GPU, the
 noise verdict); only the band and the source minimum change. Its adoption is registered in
-calibration/rule-band55-2026-12-01 (validation/band55.py), judged only on sources recorded after that registration.
+calibration/rule-band55-2026-12-01 (validation/band55.py), judged only on sources whose files were merged into main after
+the rule's commit; the registration freezes this file by its sha256 (REGISTERED REVISION 2): an edit makes the read-out
+print NOT JUDGED.
 """
 
 from __future__ import annotations
