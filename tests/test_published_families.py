@@ -227,8 +227,11 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     fsdp = by["FSDP/ZeRO"]
     # Session 54 zero54: Crusoe Cloud's torchtitan table (llm-crusoe, 8 rows, predicted once: 5 within) -- 29 over 4,
     # 23 within (79%): not met, one row short of 80% (21 over 3, 18 within, met on 4 rows outside KempnerForge before)
-    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (29, 4, "not met", 23)
-    assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 12
+    # Session 55 hfds55: the HF / IBM blog's 2 rows under the HF Trainer frameworks (llm-hf-accelerate-blog, +8.2 / +10.1%,
+    # 1 within) -- 31 over 5, 24 within (77%): not met
+    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (31, 5, "not met", 24)
+    assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 14
+    assert fsdp["source_rows"]["llm-hf-accelerate-blog"] == 2
     assert fsdp["source_rows"]["llm-crusoe"] == 8
     assert fsdp["source_rows"]["llm-awsome-torchtitan"] == 1   # the awsome repository's torchtitan test case (R2 by authorship, the lead after mendC53)
     # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping

@@ -105,6 +105,11 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "and 9.2% mean), most at the shortest steps and at 4096 tokens; peaks within 0.8%. One GPU, Inductor "
                  "default mode only (docs/models/llm.md)")
 
+HF_TRAINER = ("framework {framework}: Hugging Face transformers' Llama under the Trainer's DeepSpeed ZeRO / accelerate FSDP1, "
+              "written from their code (docs/models/llm.md 'Hugging Face trainers'); not priced: the host time of their "
+              "hooks (DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks) and the loss's shifted-logits "
+              "copy (transformers < 4.46): take the step as optimistic")
+
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
                  "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated, their host and loss unmeasured). "
                  "Torch's FSDP2 with the whole model compiled over checkpointed blocks (torch-compile+fsdp2) ran in five "
@@ -224,6 +229,8 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
         out.append(sac_op_host(framework))
     if framework.bf16_param_block and par.recompute != "none":
         out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
+    if framework_family(framework.name) == "Hugging Face Trainer":
+        out.append(HF_TRAINER.format(framework=framework.name))
     if framework.compiled:
         out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else "") + (COMPILED_CKPT if par.recompute == "full" else ""))
     if framework.torch_cp and par.cp > 1:

@@ -170,6 +170,10 @@ class FrameworkSpec:
     moe_graphs: bool = True           # MoE router and dispatcher preprocess CUDA-graphed (cuda_graph_scope moe_router, moe_preprocess),
                                       # as moe_sync's source row; False: issued call by call before the sync (llm/moe_graphs.py)
     moe_router_fusion: bool = True    # False: Megatron-Core's unfused router, priced from its measurement (llm/moe_router_unfused.py)
+    zero3_module_calls: bool = False  # ZeRO-3's gathers and reduce-scatters one call per weight matrix, not one per layer (DeepSpeed's
+                                      # per-submodule fetch; llm/dp_beside.calls_per_layer)
+    dp_on_compute_stream: bool = False  # every data-parallel collective on the compute stream, in series with it (DeepSpeed's
+                                        # overlap_comm false; llm/dp_beside.py)
 
     @property
     def stash_residual_bytes(self) -> int:
@@ -337,6 +341,34 @@ KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attent
 # runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
 # head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
 KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True)
+# Hugging Face transformers' Llama under its Trainer (issue 44, session 55 hfds55; docs/models/llm.md "Hugging Face trainers"
+# gives every value's source): LlamaForCausalLM (transformers 00227283, modeling_llama.py): q / k / v / o and gate / up /
+# down separate nn.Linear, eager LlamaRMSNorm (fp32 upcast) and rotary (rotate_half, torch.cat), SDPA's flash backend or
+# flash_attention_2 (FlashAttention 2), logits .float() into CrossEntropyLoss: eager's op list and 12-byte loss peak, as
+# fms-fsdp's LLaMA. Not priced: the loss's shift_logits .contiguous() copy (transformers < 4.46), the host's hooks.
+HF_LLAMA = dict(fused_qkv=False, eager=True, persistent_grads=False, residual_bytes=2, logit_bytes=12.0, rope_fusion=False,
+                transformer_engine=False, attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+# DeepSpeed ZeRO 1 / 2 / 3 (parallel.zero) under the Trainer's bf16 (DeepSpeed v0.16.4): module.bfloat16() (engine.py L1231: bf16
+# weights and residual stream, no autocast), communication_data_type bf16 (L939-950): bf16 gathers (param_bytes 2) and
+# reductions (grad_bytes 2; ZeRO-1/2's bucketed all_reduce since #4695, priced as the fp32 reduce_scatter of equal bytes);
+# fp32 master + Adam moments (12); the step's partition: flatten (2 + 2) and upcast (2 + 4) of the bf16 gradient, Adam (28),
+# the fp32 -> bf16 copy (4 + 2) = 44 B (stage_1_and_2.py L1881-1894); each gradient copied into the contiguous ipg bucket
+# (contiguous_gradients: 2 + 2, grad_accumulate_bytes 4); reduce_bucket_size 5e8 (config.py L109; LLaMA-Factory's z2 file);
+# ZeRO-3 fetches module by module (zero3_module_calls: the Trainer's 'auto' stage3_prefetch_bucket_size 0.9 h^2 and
+# reduce_bucket_size h^2, accelerate v1.2.0 accelerator.py L1803, let about one matrix per call); ZeRO-2's reduction waited
+# for after each micro-batch (zero2_wait). overlap_comm false (DeepSpeed's default for stages 1-2, LLaMA-Factory's
+# examples/deepspeed files for 2 and 3): every collective on the compute stream (dp_on_compute_stream; llm/dp_beside.py).
+HF_DEEPSPEED = FrameworkSpec("hf-deepspeed", param_bytes=2.0, grad_bytes=2.0, state_bytes=12.0, adam_bytes=44.0, grad_accumulate_bytes=4.0,
+                             bucket_params=500_000_000, zero2_wait=True, zero3_module_calls=True, dp_on_compute_stream=True, **HF_LLAMA)
+# ... with overlap_comm true (DeepSpeed's stage-3 default, config.py L353; transformers' documented ds_config examples): the
+# collectives on their own streams beside compute at the card's comm_overlap, as the FSDP trainers'.
+HF_DEEPSPEED_OVERLAP = replace(HF_DEEPSPEED, name="hf-deepspeed-overlap", dp_on_compute_stream=False, comm_interference=True)
+# accelerate's FSDP1 under the Trainer (accelerate v1.2.0 utils/dataclasses.py): FULL_SHARD (L1409) or HYBRID_SHARD, one unit
+# per LlamaDecoderLayer (TRANSFORMER_BASED_WRAP), MixedPrecision(param_dtype = reduce_dtype = bf16) (L1793: bf16 gathers and
+# reduce_scatters of the unsharded bf16 gradient, no up-cast), the fp32 flat shard, its fp32 gradient and AdamW moments: the
+# mechanism and dtypes of fms-fsdp's FSDP1 (FMS_FSDP), whose values it takes; the backward's gathers one unit ahead (the
+# Trainer's default backward_prefetch NO_PREFETCH leaves the next unit's gather to its pre-backward hook: assumed as early).
+HF_FSDP1 = replace(FMS_FSDP, name="hf-fsdp1", **HF_LLAMA)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
                                   MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2,
-                                  KEMPNERFORGE_FSDP2_COMPILE)}
+                                  KEMPNERFORGE_FSDP2_COMPILE, HF_DEEPSPEED, HF_DEEPSPEED_OVERLAP, HF_FSDP1)}

@@ -45,7 +45,8 @@ class Zero3Calls:
     gather_s: float          # all_gathers of the parameters, one pass (the forward's; the backward gathers again)
     scatter_s: float         # reduce_scatters of the gradients
     replica_s: float = 0.0   # HSDP: all_reduces of the gradient shards over the replica group
-    layers: int = 1
+    layers: int = 1          # calls of each: the layers, or their weight matrices (llm/dp_beside.calls_per_layer)
+    serial: bool = False     # issued on the compute stream (FrameworkSpec.dp_on_compute_stream; llm/dp_beside.py)
 
     def backward_streams(self) -> list[tuple[float, float]]:
         """(start lag, communication seconds) of each stream beside the backward: the shard group's gathers and
@@ -60,13 +61,15 @@ class Zero3Calls:
 
     @property
     def tail_s(self) -> float:
-        """The last layer's reduce_scatter (and all_reduce), after the backward's compute."""
-        return (self.scatter_s + self.replica_s) / self.layers
+        """The last layer's reduce_scatter (and all_reduce), after the backward's compute (none when serial: it is in it)."""
+        return 0.0 if self.serial else (self.scatter_s + self.replica_s) / self.layers
 
     def backward_dp_s(self, compute_s: float, gpu, fw: FrameworkSpec) -> float:
         """The backward's exposed data-parallel seconds beside `compute_s` of compute (overlap.beside: compute lost,
         span): what every NCCL kernel beside it costs the compute, the streams' excess over the compute, and one layer's
-        gather ahead."""
+        gather ahead. Serial (on the compute stream, FrameworkSpec.dp_on_compute_stream): every call's whole time."""
+        if self.serial:
+            return self.backward_total_s
         slow = beside(compute_s, self.backward_total_s, gpu, fw)[0]
         span = max(lag + beside(compute_s, c_s, gpu, fw)[1] for lag, c_s in self.backward_streams())
         return slow + max(0.0, span - compute_s - slow) + self.gather_s / self.layers
@@ -104,7 +107,7 @@ def zero3_calls(net: comm.Network, g: comm.Groups, par: ParallelSpec, fw: Framew
     if not hybrid(par):
         ag = calls(g.dense_grad, dense, "all_gather", fw.param_bytes) + calls(g.expert_dp, expert, "all_gather", fw.param_bytes)
         rs = calls(g.dense_grad, dense, "reduce_scatter", fw.grad_bytes) + calls(g.expert_dp, expert, "reduce_scatter", fw.grad_bytes)
-        return Zero3Calls(ag, rs, 0.0, layers)
+        return Zero3Calls(ag, rs, 0.0, layers, fw.dp_on_compute_stream)
     if expert > 0:
         raise LlmConfigError("parallel.dp_shard", "HSDP with expert parameters is not modelled", hint="dp_shard: dp")
     shard, replica = shard_groups(par, net)

@@ -106,10 +106,12 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
                              "only (its MoE layer as the local spec runs it, no A2A overlap)",
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
     grad_sync.check(par, framework.eager, framework.name)
+    if framework.name.startswith("hf-"):
+        _check_hf(par, framework)
     if par.shard < par.dp and not framework.hybrid_shard:
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
                              "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
-                             "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp or composer-fsdp, "
+                             "optimizer are different mechanisms)", hint="framework torchtitan-fsdp2, fms-fsdp, composer-fsdp or hf-fsdp1, "
                              "or dp_shard: dp")
     if par.shard < par.dp and par.tp > 1 and framework.name != "torchtitan-fsdp2":   # FSDP1's groups: the node's GPUs
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP with tp > 1 is modelled for torchtitan-fsdp2 "
@@ -119,3 +121,21 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
     if par.overlap_param_gather and framework.grad_reduce_after_backward:
         raise LlmConfigError("parallel.overlap_param_gather", f"framework {framework.name} gathers the parameters after the "
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")
+
+
+def _check_hf(par: ParallelSpec, framework: FrameworkSpec) -> None:
+    """The Hugging Face Trainer's DeepSpeed and FSDP1 integrations (framework.HF_DEEPSPEED, HF_FSDP1) shard over data
+    parallelism only; DeepSpeed runs ZeRO 1, 2 or 3 and reduces every micro-batch under 2 and 3 (its engine's no_sync
+    refuses gradient partitioning); accelerate's FSDP1 is SHARD_GRAD_OP (zero 2) or FULL_SHARD / HYBRID_SHARD (zero 3)."""
+    for key, value in (("tp", par.tp), ("pp", par.pp), ("cp", par.cp), ("ep", par.ep)):
+        if value > 1:
+            raise LlmConfigError(f"parallel.{key}", f"framework {framework.name}: the Hugging Face Trainer's DeepSpeed / FSDP "
+                                 f"runs data parallelism only, got {key} {value}", hint=f"{key}: 1, or a Megatron framework")
+    deepspeed = framework.name.startswith("hf-deepspeed")
+    stages = (1, 2, 3) if deepspeed else (2, 3)
+    if par.zero not in stages:
+        raise LlmConfigError("parallel.zero", f"framework {framework.name} runs zero {', '.join(map(str, stages))}, got {par.zero}",
+                             hint="DeepSpeed ZeRO stage 1-3" if deepspeed else "zero 3 (FULL_SHARD / HYBRID_SHARD) or 2 (SHARD_GRAD_OP)")
+    if deepspeed and par.zero >= 2 and par.grad_sync == "step":
+        raise LlmConfigError("parallel.grad_sync", f"framework {framework.name}: DeepSpeed ZeRO {par.zero} reduces every "
+                             "micro-batch (its engine's no_sync refuses gradient partitioning)", hint="remove grad_sync")

@@ -15,7 +15,8 @@ With parallel.overlap_param_gather a chunk's ZeRO-1/2 parameter all_gather runs 
 ZeRO-3 (FSDP, pp = 1): the stage's parameters are gathered once per micro-batch forward and again backward, and
 its gradients reduce-scattered every micro-batch, one collective call per layer (each paying the ring's latency
 over the DP group), prefetched one layer ahead (llm/hsdp.py; HSDP adds the replica group's all_reduce stream):
-  forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L
+  forward = max(compute, AG) + AG / L;  backward = max(compute, AG + RS) + AG / L   (L calls: layers, or weight matrices under
+DeepSpeed's per-module fetch; on the compute stream under its overlap_comm false: compute + AG (+ RS); llm/dp_beside.py)
 the excess over compute is exposed data-parallel time. Optimizer: Adam reads and writes 30 bytes per
 parameter it updates under Megatron (fp32 master, m, v and grad read; master, m, v and the bf16 copy written;
 28 for torch's fused AdamW on fp32 weights), on P / dp parameters with ZeRO >= 1. Under autocast with fp32
@@ -33,7 +34,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from simcluster.llm import comm, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, launch_backlog, layer_work, ops, overlap, vocab_ops
+from simcluster.llm import comm, dtensor_tp, eager_ac, fsdp2_zero2, grad_sync, host, hsdp, launch_backlog, layer_work, ops, vocab_ops
+from simcluster.llm.dp_beside import buckets_beside, calls_per_layer, forward_gather_s
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.param_counts import chunk_dense_layers, layer_params, stage_params
 from simcluster.llm.simulate import PipelineWork, StageWork, Task
@@ -87,8 +89,7 @@ def _block_casts(casts: list, layers: int) -> tuple[list, list]:
 def _forward_gathers(f: Task, z: hsdp.Zero3Calls, gpu, fw: FrameworkSpec) -> Task:
     """A forward beside its per-layer parameter all_gathers (each prefetched one layer ahead; ZeRO-3's, and FSDP2
     ZeRO-2's under zero2_regather): what they cost the compute, their excess over it, and the first layer's ahead."""
-    slow_f, ag_f = overlap.beside(f.duration_s, z.gather_s, gpu, fw)
-    return add(f, task(dp=slow_f + max(0.0, ag_f - f.duration_s - slow_f) + z.gather_s / z.layers))
+    return add(f, task(dp=forward_gather_s(f.duration_s, z.gather_s, z.layers, gpu, fw)))
 
 
 def ddp_bucket_copies_s(gpu, par: ParallelSpec, fw: FrameworkSpec, params, last_params: float = 0.0,
@@ -156,7 +157,7 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
                 b = add(add(b, head_b), scale(add(layer.backward, head_b), model.mtp_layers))
             dense, expert, accumulate = params.dense / v, params.expert / v, []
             if par.zero == 3:   # FULL_SHARD or HSDP (llm/hsdp.py): per layer, prefetched one layer ahead
-                z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk))
+                z = hsdp.zero3_calls(net, g, par, fw, dense, expert, max(1, layers_per_chunk) * calls_per_layer(model, fw))
                 f = _forward_gathers(f, z, gpu, fw)
                 if no_sync:   # every backward adds into the unsharded accumulator; only the last reduce-scatters (grad_sync.py)
                     kernels = (host.weight_matrices(model, fw) + 2) * layers_per_chunk
@@ -208,9 +209,8 @@ def build_work(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu,
             if par.zero != 3 and chunk_buckets:   # the reductions of the chunk's last backward run beside it; torch DDP's
                 alone = chunk_buckets[-1:] if whole else []   # last is ready when its compute ends: alone (the copy-outs)
                 beside = chunk_buckets[:len(chunk_buckets) - len(alone)]
-                total = sum(beside)
-                slow, span = overlap.beside(b.duration_s, total, gpu, fw)
-                chunk_buckets = ([t * span / total for t in beside] if total > 0 else beside) + alone
+                slow, stretched = buckets_beside(b.duration_s, beside, gpu, fw)   # or on the compute stream
+                chunk_buckets = stretched + alone
             slowdowns.append(slow)
             buckets.append(tuple(chunk_buckets))
         updated = params.dense / (par.shard * par.cp if par.zero >= 1 else 1) + params.expert / (par.expert_dp if par.zero >= 1 else 1)

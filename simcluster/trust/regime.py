@@ -47,6 +47,10 @@ FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp", "fms-fsdp-comp
 # a trainer's compiled variant (its blocks under torch.compile): a regime of its own in the family, as +compile is
 # under eager PyTorch, unvalidated until rows of it exist (session 42, fsdpsrc)
 FSDP_COMPILED = ("fms-fsdp-compile", "kempnerforge-fsdp2-compile")
+# Hugging Face transformers' Llama under the Trainer's DeepSpeed ZeRO or accelerate's FSDP1 (llm/framework.HF_DEEPSPEED,
+# HF_FSDP1; session 55 hfds55): a framework family of its own, so its answers take no band from the FSDP trainers' rows
+# until rows of its own exist; its published rows are in the FSDP/ZeRO family at any ZeRO stage (published_family)
+HF_TRAINERS = ("hf-deepspeed", "hf-deepspeed-overlap", "hf-fsdp1")
 
 
 # Megatron-Core's local layer spec as the lab runs it (llm/framework.MEGATRON_LOCAL): no Transformer Engine, SequentialMLP
@@ -67,6 +71,8 @@ def framework_family(name: str) -> str:
         return "Megatron/NeMo"
     if name in FSDP_TRAINERS:
         return "PyTorch FSDP"
+    if name in HF_TRAINERS:
+        return "Hugging Face Trainer"
     if name.startswith("torch") and not name.startswith("torchtitan"):   # torchtitan at scale: its own name, family llm
         return "PyTorch eager"
     return name
@@ -103,7 +109,7 @@ def published_family(framework: str, moe: bool, seq: int, zero: int, precision: 
     if seq >= LONG_SEQUENCE:
         return "long-sequence"
     fw = framework_family(framework)
-    if fw == "PyTorch FSDP" or zero >= 2:
+    if fw in ("PyTorch FSDP", "Hugging Face Trainer") or zero >= 2:
         return "FSDP/ZeRO"
     if precision == "fp8":
         return "fp8"
