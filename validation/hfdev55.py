@@ -1,0 +1,187 @@
+"""Issue 44, session 55 (helper hfdev55): accelerate's FSDP1 around a Hugging Face Llama on ONE H200 against the
+`hf-fsdp1` framework, whose answers say the per-module hook host time is not priced; plain eager (the `torch-amp`
+framework's mechanism) beside it as the reference (calibration/h200x1-hfdev55-2026-12-01, studies/hfdev55_device.py).
+
+    python validation/hfdev55.py --register calibration/h200x1-hfdev55-2026-12-01/registered.yaml   # before the run
+    python validation/hfdev55.py [calibration/h200x1-hfdev55-2026-12-01]                            # after: the read-out
+
+Registered per (size, point, variant), today's model on FLAG_CARD (heldout/eager_registered's one-GPU card), one GPU:
+  eager  P = `torch-amp` with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS through eager.torch_framework,
+         as the eager-today set's one-GPU rows are predicted); P_gpu = plain `torch-amp` (no host priced);
+  fsdp1  P = P_gpu = `hf-fsdp1` at parallel.zero 3, dp 1 (nothing fitted; no host priced).
+Measured (runs/hfdev55.json): per configuration the median over the timed steps of the CUDA-event step (events) and of
+the host's issue time (issue). Rules (thresholds fixed before the run; one RULE line each):
+  HOOK   h = (issue_fsdp1 - issue_eager) / layers per point, seconds a decoder layer a step (the wrapper's host time;
+         the model's: 0): median over the 6 points >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL.
+  PRICE  mean |P / events - 1| over the 6 fsdp1 rows <= 10%: HOLDS, else OFF (the signed mean printed; + = model slower).
+  EAGER  mean |P / events - 1| over the 6 eager rows <= 10%: HOLDS, else OFF (do the one-GPU host fits carry to this
+         transformers-shaped model?).
+Printed, judging nothing: per row P, P_gpu, events, issue, peak memory against the model's; per point the wrapper's
+step excess (events_fsdp1 - events_eager) and the what-if P_eager + layers x h against events_fsdp1.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+
+from hfdev55_device import POINTS, SIZES, VARIANTS  # noqa: E402
+
+from simcluster.errors import SimclusterError  # noqa: E402
+from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
+
+BUNDLE = ROOT / "calibration" / "h200x1-hfdev55-2026-12-01"
+TRACE = "hfdev55.json"
+FRAMEWORK = {"eager": "torch-amp", "fsdp1": "hf-fsdp1"}
+HOOK_REAL_S, HOOK_NEGLIGIBLE_S, PRICE_PCT = 100e-6, 25e-6, 10.0
+RULE = {"HOOK": "median over the 6 points of (issue_fsdp1 - issue_eager) / layers >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL",
+        "PRICE": f"mean |P / events - 1| over the 6 fsdp1 rows <= {PRICE_PCT}%: HOLDS, else OFF",
+        "EAGER": f"mean |P / events - 1| over the 6 eager rows <= {PRICE_PCT}%: HOLDS, else OFF"}
+
+
+def model_of(size: str, seq: int):
+    from simcluster.llm.spec import TransformerSpec
+
+    layers, hidden, ffn, heads, kv_heads, vocab = SIZES[size]
+    return TransformerSpec(layers, hidden, ffn, heads, kv_heads, vocab, seq, tied_embeddings=False)
+
+
+def predict(size: str, point: str, variant: str) -> dict:
+    """Row's registered figures (module docstring), seconds and GiB."""
+    from simcluster.heldout.eager_registered import _flag_hosts
+    from simcluster.llm import eager
+    from simcluster.llm.comm import Network
+    from simcluster.llm.framework import FRAMEWORKS
+    from simcluster.llm.predict import predict_llm
+    from simcluster.llm.spec import BatchSpec, ParallelSpec
+
+    hosts, gpu = _flag_hosts()
+    mb, seq = POINTS[point]
+    model, batch = model_of(size, seq), BatchSpec(mb, mb)
+
+    def run(par, fw):
+        return predict_llm(model, par, batch, gpu, Network(None, 1), 1, trace=False, framework=fw)
+    if variant == "eager":
+        r, g = run(ParallelSpec(), eager.torch_framework(ParallelSpec(), hosts)), run(ParallelSpec(), FRAMEWORKS["torch-amp"])
+    else:
+        r = g = run(ParallelSpec(zero=3), FRAMEWORKS["hf-fsdp1"])
+    return {"name": f"{size}-{point}-{variant}", "size": size, "point": point, "variant": variant, "framework": FRAMEWORKS[FRAMEWORK[variant]].name,
+            "host_fits": variant == "eager", "layers": model.layers, "micro_batch": mb, "seq": seq,
+            "p_s": round(r.step_time_s, 7), "p_gpu_s": round(g.step_time_s, 7),
+            "host_share": None if r.host_share is None else round(r.host_share, 4),
+            "memory_gib": round(float(r.memory_per_gpu_GiB["total"]), 3)}
+
+
+def register(path: Path) -> None:
+    import yaml
+
+    from simcluster.heldout.eager_registered import FLAG_CARD, FLAG_HOSTS
+
+    doc = {"set": "hfdev55", "issue": 44, "commit": registering_commit(ROOT), "card": FLAG_CARD, "host_fits": list(FLAG_HOSTS),
+           "trace": f"runs/{TRACE}", "rule": RULE,
+           "thresholds": {"hook_real_s": HOOK_REAL_S, "hook_negligible_s": HOOK_NEGLIGIBLE_S, "price_pct": PRICE_PCT},
+           "rows": [predict(size, point, v) for size in SIZES for point in POINTS for v in VARIANTS]}
+    write_registration(path, "# registered before the run (validation/hfdev55.py --register): today's model, the rules\n"
+                       + yaml.safe_dump(doc, sort_keys=False, width=140))
+
+
+def read_trace(path: Path) -> dict:
+    """{(size, point, variant): record} of the full GPU run; one SimclusterError line for anything else."""
+    try:
+        doc = json.loads(path.read_text())
+        recs = {(r["size"], r["point"], r["variant"]): r for r in doc["records"]}
+        env = dict(doc["env"])
+    except FileNotFoundError:
+        raise SimclusterError(f"{path}: missing (the device call's trace)") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SimclusterError(f"{path}: not an hfdev55 trace ({type(exc).__name__}: {exc})") from None
+    if env.get("quick") or env.get("device") == "cpu":
+        raise SimclusterError(f"{path}: a --quick / CPU dry run, not the registered measurement")
+    return {"env": env, "records": recs}
+
+
+def measured(path: Path, recs: dict, reg: dict) -> dict:
+    key = (reg["size"], reg["point"], reg["variant"])
+    r = recs.get(key)
+    where = f"{path}: size {key[0]} point {key[1]} variant {key[2]}"
+    if r is None:
+        raise SimclusterError(f"{where}: no record")
+    if r.get("status") != "ok":
+        raise SimclusterError(f"{where}: status {r.get('status')!r}, expected 'ok'")
+    try:
+        ev, iss = float(r["median_events_s"]), float(r["median_issue_s"])
+        same = (int(r["layers"]), int(r["micro_batch"]), int(r["seq"])) == (int(reg["layers"]), int(reg["micro_batch"]), int(reg["seq"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SimclusterError(f"{where}: expected positive median_events_s / median_issue_s, layers, micro_batch, seq ({exc})") from None
+    if not (ev > 0 and iss > 0):
+        raise SimclusterError(f"{where}: expected positive median_events_s and median_issue_s, got {ev} / {iss}")
+    if not same:
+        raise SimclusterError(f"{where}: ran layers / micro_batch / seq {r['layers']} / {r['micro_batch']} / {r['seq']}, "
+                              f"registered {reg['layers']} / {reg['micro_batch']} / {reg['seq']}")
+    return {**reg, "events_s": ev, "issue_s": iss, "peak_bytes": r.get("peak_bytes"), "sharding": r.get("sharding_strategy"),
+            "units": r.get("fsdp_units"), "spread_s": (min(r.get("events_s") or [ev]), max(r.get("events_s") or [ev]))}
+
+
+def verdicts(rows: list[dict]) -> dict:
+    by = {(r["size"], r["point"], r["variant"]): r for r in rows}
+    hooks = [(by[(s, p, "fsdp1")]["issue_s"] - by[(s, p, "eager")]["issue_s"]) / by[(s, p, "eager")]["layers"] for s in SIZES for p in POINTS]
+    h = statistics.median(hooks)
+    hook = "REAL" if h >= HOOK_REAL_S else "NEGLIGIBLE" if h <= HOOK_NEGLIGIBLE_S else "SMALL"
+
+    def price(variant: str) -> str:
+        errs = [r["p_s"] / r["events_s"] - 1 for r in rows if r["variant"] == variant]
+        mean_abs, signed = 100 * sum(map(abs, errs)) / len(errs), 100 * sum(errs) / len(errs)
+        return (f"{'HOLDS' if mean_abs <= PRICE_PCT else 'OFF'} (mean |P / events - 1| {mean_abs:.1f}%, signed {signed:+.1f}%; "
+                f"+ = model slower; rule <= {PRICE_PCT}%)")
+    return {"HOOK": f"{hook} (median {1e6 * h:.0f} us a layer a step, range {1e6 * min(hooks):.0f}..{1e6 * max(hooks):.0f} us; "
+                    f"thresholds {1e6 * HOOK_REAL_S:.0f} / {1e6 * HOOK_NEGLIGIBLE_S:.0f} us; the model prices 0)",
+            "PRICE": price("fsdp1"), "EAGER": price("eager"), "hooks": hooks}
+
+
+def read_out(bundle: Path) -> dict:
+    reg = read_run_set(bundle, {"set": "hfdev55"})
+    path = Path(bundle) / "runs" / TRACE
+    tr = read_trace(path)
+    want = {(s, p, v) for s in SIZES for p in POINTS for v in VARIANTS}
+    try:
+        have = {(r["size"], r["point"], r["variant"]) for r in reg["rows"]}
+    except (KeyError, TypeError) as exc:
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: a row without {exc} (expected size, point, variant, p_s, ...)") from None
+    if have != want or len(reg["rows"]) != len(want):
+        raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: rows {sorted(have)}, expected the {len(want)} of SIZES x POINTS x VARIANTS")
+    rows = [measured(path, tr["records"], r) for r in reg["rows"]]
+    return {"tr": tr, "rows": rows, "verdicts": verdicts(rows)}
+
+
+def show(res: dict) -> None:
+    env, ms = res["tr"]["env"], 1e3
+    print(f"# device {env.get('device')} torch {env.get('torch')} cuda {env.get('cuda')} backend {env.get('backend')} world {env.get('world_size')}")
+    print("row                     framework   P (ms)  P_gpu   events  (min..max)       error   issue   peak GiB (model)  sharding")
+    for r in res["rows"]:
+        peak = "-" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 2**30:.2f}"
+        print(f"{r['name']:<23} {r['framework']:<10} {ms * r['p_s']:7.2f} {ms * r['p_gpu_s']:7.2f} {ms * r['events_s']:8.2f}  "
+              f"({ms * r['spread_s'][0]:.2f}..{ms * r['spread_s'][1]:.2f})  {100 * (r['p_s'] / r['events_s'] - 1):+6.1f}%  "
+              f"{ms * r['issue_s']:7.2f}  {peak} ({r['memory_gib']:.2f})  {r['sharding'] or '-'} {r['units'] or ''}")
+    by = {(r["size"], r["point"], r["variant"]): r for r in res["rows"]}
+    for (s, p), h in zip(((s, p) for s in SIZES for p in POINTS), res["verdicts"]["hooks"]):
+        e, f = by[(s, p, "eager")], by[(s, p, "fsdp1")]
+        what_if = e["p_s"] + e["layers"] * h
+        print(f"# {s} {p}: hook host h {1e6 * h:.0f} us a layer; step excess events_fsdp1 - events_eager "
+              f"{ms * (f['events_s'] - e['events_s']):+.2f} ms; what-if P_eager + layers x h {ms * what_if:.2f} ms against events_fsdp1 "
+              f"{ms * f['events_s']:.2f} ms ({100 * (what_if / f['events_s'] - 1):+.1f}%)")
+    for key in ("HOOK", "PRICE", "EAGER"):
+        print(f"RULE {key}: {res['verdicts'][key]}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return set_main(sys.argv[1:] if argv is None else argv, __doc__.splitlines()[0], BUNDLE, register, read_out, show)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
