@@ -23,8 +23,14 @@ Variants, one process, torch.distributed initialised (NCCL world size 1 on CUDA,
          size 1 torch's FSDP1 itself switches FULL_SHARD to NO_SHARD (recorded as `sharding_strategy`): the hooks, the
          mixed-precision casts, the flat-parameter views and the (one-rank) gradient collective still run; the all-gather
          and its host path do not.
-DeepSpeed ZeRO-3 is not run (no deepspeed wheel prepared; the set's README says why).
-Both variants: torch.optim.AdamW(fused=True on CUDA) over the parameters, zero_grad(set_to_none=True).
+  zero3  DeepSpeed v0.16.4 ZeRO-3 (the wheel and its pure-Python dependencies carried in .device/wheels/hfdev55) as
+         hfds55's `hf-deepspeed` reads the Trainer's config: bf16 enabled (the engine casts the module to bf16; no
+         autocast), overlap_comm false, contiguous_gradients true and the Trainer's 'auto' sizes (reduce_bucket_size
+         h^2, stage3_prefetch_bucket_size 0.9 h^2, stage3_param_persistence_threshold 10 h), torch's AdamW as the client
+         optimizer (zero_allow_untested_optimizer), engine(ids) / engine.backward / engine.step. At world size 1 every
+         submodule's fetch / release hooks and the (one-rank) collectives' calls still run.
+All variants: torch.optim.AdamW(fused=True on CUDA), no gradient clipping (the Trainer's max_grad_norm 1.0 is not run);
+eager and fsdp1 zero_grad(set_to_none=True), zero3 the engine's own.
 
 Timing per configuration: `--warmup` steps, then `--steps` timed steps, each: a perf_counter start and a CUDA event,
 forward + loss + backward + optimizer step + zero_grad, the host's issue time read (perf_counter, before any sync),
@@ -53,11 +59,11 @@ import time
 SIZES = {"s134m": (12, 768, 2048, 12, 12, 32000), "s0.3b": (24, 1024, 2816, 16, 8, 32000), "s1.1b": (22, 2048, 5632, 32, 4, 32000)}
 QUICK_SIZES = {"tiny": (2, 64, 176, 4, 2, 512)}
 # (name, micro-batch, seq): seqs new to calibration/ (this set's own)
-POINTS = {"mb1": (1, 1312), "mb4": (4, 1136)}
+POINTS = {"mb1": (1, 1248), "mb4": (4, 1136)}
 QUICK_POINTS = {"q": (2, 64)}
-VARIANTS = ("eager", "fsdp1")
+VARIANTS = ("eager", "fsdp1", "zero3")
 USAGE = ("usage: hfdev55_device.py [--device cuda|cpu] [--quick] [--warmup N] [--steps N] [--sizes a,b] [--points a,b] "
-         "[--variants eager,fsdp1]")
+         "[--variants eager,fsdp1,zero3]")
 
 
 def die(line: str) -> None:
@@ -186,6 +192,8 @@ def wrap(torch, model, layer_cls, variant: str, device):
     """(module to train, facts recorded): the bare model, or accelerate's FSDP1 around it."""
     if variant == "eager":
         return model, {}
+    if variant == "zero3":
+        return model, {}   # deepspeed.initialize needs the optimizer: zero3_engine
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     from torch.distributed.fsdp import MixedPrecision, ShardingStrategy
     from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
@@ -197,6 +205,19 @@ def wrap(torch, model, layer_cls, variant: str, device):
                    device_id=device if device.type == "cuda" else None, use_orig_params=True, limit_all_gathers=True)
     units = sum(1 for m in wrapped.modules() if isinstance(m, FSDP))
     return wrapped, {"sharding_strategy": str(wrapped.sharding_strategy), "fsdp_units": units}
+
+
+def zero3_engine(torch, model, hidden: int, mb: int, cuda: bool):
+    """(DeepSpeed engine, facts): ZeRO-3 as the module docstring says."""
+    import deepspeed
+
+    cfg = {"train_micro_batch_size_per_gpu": mb, "gradient_accumulation_steps": 1, "bf16": {"enabled": True},
+           "zero_optimization": {"stage": 3, "overlap_comm": False, "contiguous_gradients": True, "reduce_bucket_size": hidden * hidden,
+                                 "stage3_prefetch_bucket_size": int(0.9 * hidden * hidden), "stage3_param_persistence_threshold": 10 * hidden},
+           "zero_allow_untested_optimizer": True, "steps_per_print": 10**9, "wall_clock_breakdown": False}
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
+    engine, _, _, _ = deepspeed.initialize(model=model, optimizer=opt, config=cfg)
+    return engine, {"deepspeed": deepspeed.__version__, "zero_stage": engine.zero_optimization_stage()}
 
 
 def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq: int, variant: str, warmup: int, steps: int) -> dict:
@@ -214,13 +235,24 @@ def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq
         return rec | {"status": f"skipped: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"}
     rec.update(facts)
     cuda = device.type == "cuda"
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
+    if variant == "zero3":
+        try:
+            engine, facts = zero3_engine(torch, model, shape[1], mb, cuda)
+        except ImportError as exc:   # the guarded skip: no deepspeed here
+            return rec | {"status": f"skipped: no deepspeed ({exc})"}
+        rec.update(facts)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
     gen = torch.Generator(device="cpu").manual_seed(1)
     ids = torch.randint(0, vocab, (mb, seq), generator=gen).to(device)
     backends = [torch.nn.attention.SDPBackend.FLASH_ATTENTION if cuda else torch.nn.attention.SDPBackend.MATH]
     rec["sdpa_backend"] = str(backends[0])
 
     def step():
+        if variant == "zero3":   # bf16 module, no autocast
+            engine.backward(engine(ids, ids))
+            engine.step()
+            return
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
             loss = model(ids, ids)
         loss.backward()
@@ -257,11 +289,14 @@ def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq
 
 def main(argv: list[str]) -> None:
     opts = parse(argv)
+    out = os.fdopen(os.dup(1), "w")   # the JSON document's stream; libraries' prints (DeepSpeed logs to stdout) to stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     try:
         import torch
         import torch.distributed as dist
     except ImportError as exc:   # the guarded skip where no torch is installed (this repository's CPU machine)
-        print(json.dumps({"set": "hfdev55", "status": f"skipped: no torch ({exc})", "records": []}))
+        print(json.dumps({"set": "hfdev55", "status": f"skipped: no torch ({exc})", "records": []}), file=out)
         return
     cuda = opts["device"] == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -269,8 +304,8 @@ def main(argv: list[str]) -> None:
     device = torch.device("cuda", 0) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29555")
+    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29555"), ("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1")):
+        os.environ.setdefault(key, value)   # one process; DeepSpeed reads them too
     dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1, **({"device_id": device} if cuda else {}))
     sizes, points = (QUICK_SIZES, QUICK_POINTS) if opts["quick"] else (SIZES, POINTS)
     env = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(0) if cuda else "cpu",
@@ -292,7 +327,8 @@ def main(argv: list[str]) -> None:
                 if cuda:
                     torch.cuda.empty_cache()
     dist.destroy_process_group()
-    print(json.dumps({"set": "hfdev55", "env": env, "records": records}))
+    print(json.dumps({"set": "hfdev55", "env": env, "records": records}), file=out)
+    out.flush()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Session 55 hfdev55: accelerate's FSDP1 around a Hugging Face Llama on one GPU against `hf-fsdp1`, plain eager against
-`torch-amp` (validation/hfdev55.py; calibration/h200x1-hfdev55-2026-12-01; studies/hfdev55_device.py): the registration
+"""Session 55 hfdev55: accelerate's FSDP1 and DeepSpeed ZeRO-3 around a Hugging Face Llama on one GPU against `hf-fsdp1`
+and `hf-deepspeed`, plain eager against `torch-amp` (validation/hfdev55.py; calibration/h200x1-hfdev55-2026-12-01; studies/hfdev55_device.py): the registration
 fresh, the read-out's rules on synthetic runs, one-line refusals, the device script's CPU dry run and its argument check."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def reg_rows() -> list[dict]:
 
 def bundle_with(tmp_path, hook_s: float, fsdp_err: float, eager_err: float, quick: bool = False, drop=(), status=None):
     """A bundle whose runs/hfdev55.json puts each registered row at events = P / (1 + err) (fsdp_err or eager_err) and the
-    host's issue at 20 ms for eager, 20 ms + layers x hook_s for FSDP1."""
+    host's issue at 20 ms for eager, 20 ms + layers x hook_s for FSDP1 and ZeRO-3 (status: theirs, when given)."""
     b = tmp_path / "bundle"
     (b / "runs").mkdir(parents=True)
     shutil.copy(BUNDLE / "registered.yaml", b / "registered.yaml")
@@ -32,7 +32,7 @@ def bundle_with(tmp_path, hook_s: float, fsdp_err: float, eager_err: float, quic
         key = (r["size"], r["point"], r["variant"])
         if key in drop:
             continue
-        fsdp = r["variant"] == "fsdp1"
+        fsdp = r["variant"] != "eager"
         ev = r["p_s"] / (1 + (fsdp_err if fsdp else eager_err))
         issue = 0.02 + (r["layers"] * hook_s if fsdp else 0.0)
         recs.append({"size": r["size"], "point": r["point"], "variant": r["variant"], "layers": r["layers"],
@@ -50,9 +50,10 @@ def test_the_registration_is_fresh(tmp_path, monkeypatch):
 
 def test_the_registered_rows_are_the_grid_and_the_frameworks_the_variants():
     rows = reg_rows()
-    assert len(rows) == 12 and {r["framework"] for r in rows if r["variant"] == "eager"} == {"torch-amp"}
+    assert len(rows) == 18 and {r["framework"] for r in rows if r["variant"] == "eager"} == {"torch-amp"}
     assert {r["framework"] for r in rows if r["variant"] == "fsdp1"} == {"hf-fsdp1"}
-    assert all(r["p_s"] == r["p_gpu_s"] for r in rows if r["variant"] == "fsdp1")      # hf-fsdp1 prices no host
+    assert {r["framework"] for r in rows if r["variant"] == "zero3"} == {"hf-deepspeed"}
+    assert all(r["p_s"] == r["p_gpu_s"] for r in rows if r["variant"] != "eager")      # the HF frameworks price no host
     assert all(r["p_s"] >= r["p_gpu_s"] for r in rows)
     assert "/work" not in (BUNDLE / "registered.yaml").read_text()                       # no absolute paths
 
@@ -69,6 +70,7 @@ def test_the_rules_on_synthetic_runs(tmp_path, capsys, hook, fsdp, eager, want):
     out = capsys.readouterr().out
     for key, verdict in zip(("HOOK", "PRICE", "EAGER"), want):
         assert f"RULE {key}: {verdict} " in out, out
+    assert f"RULE HOOK-Z3: {want[0]} " in out and f"RULE PRICE-Z3: {want[1]} " in out
     assert f"median {1e6 * hook:.0f} us a layer" in out
 
 
@@ -88,7 +90,21 @@ def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp
     empty, other, keyless = wrong_bundles(tmp_path, "moe54", "hfdev55")
     (keyless / "runs" / s.TRACE).write_text(json.dumps({"env": {}, "records": []}))
     refused_in_one_line(s.main, capsys, tmp_path, ((empty, f"{empty}/registered.yaml: missing"), (other, "set 'moe54', expected 'hfdev55'"),
-                                                   (keyless, "expected the 12 of SIZES x POINTS x VARIANTS")))
+                                                   (keyless, "expected the 18 of SIZES x POINTS x VARIANTS")))
+
+
+def test_zero3_not_run_reads_not_run_and_the_rest_is_read(tmp_path, capsys):
+    """No deepspeed on the device (the carried wheels missing): the zero3 rows are skipped, the two Z3 rules NOT RUN."""
+    b = bundle_with(tmp_path, 300e-6, -0.5, -0.3)
+    doc = json.loads((b / "runs" / s.TRACE).read_text())
+    for r in doc["records"]:
+        if r["variant"] == "zero3":
+            r["status"] = "skipped: no deepspeed (No module named 'deepspeed')"
+    (b / "runs" / s.TRACE).write_text(json.dumps(doc))
+    assert s.main([str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "RULE HOOK-Z3: NOT RUN (" in out and "RULE PRICE-Z3: NOT RUN (" in out and "no deepspeed" in out
+    assert "RULE HOOK: REAL " in out and "RULE PRICE: OFF " in out and "RULE EAGER: OFF " in out
 
 
 def test_the_device_script_refuses_unknown_arguments_in_one_line():
@@ -105,4 +121,4 @@ def test_the_device_script_runs_its_cpu_dry_run():
                          cwd=ROOT, capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     assert doc["env"]["quick"] and [(r["variant"], r["status"][:2]) for r in doc["records"]][0] == ("eager", "ok")
-    assert len(doc["records"]) == 2 and doc["records"][1]["status"] in ("ok",) or doc["records"][1]["status"].startswith("skipped:")
+    assert len(doc["records"]) == 2 and (doc["records"][1]["status"] == "ok" or doc["records"][1]["status"].startswith("skipped:"))

@@ -1,6 +1,7 @@
-"""Issue 44, session 55 (helper hfdev55): accelerate's FSDP1 around a Hugging Face Llama on ONE H200 against the
-`hf-fsdp1` framework, whose answers say the per-module hook host time is not priced; plain eager (the `torch-amp`
-framework's mechanism) beside it as the reference (calibration/h200x1-hfdev55-2026-12-01, studies/hfdev55_device.py).
+"""Issue 44, session 55 (helper hfdev55): accelerate's FSDP1 and DeepSpeed ZeRO-3 around a Hugging Face Llama on ONE H200
+against the `hf-fsdp1` and `hf-deepspeed` frameworks, whose answers say the per-module hook host time is not priced; plain
+eager (the `torch-amp` framework's mechanism) beside them as the reference (calibration/h200x1-hfdev55-2026-12-01,
+studies/hfdev55_device.py).
 
     python validation/hfdev55.py --register calibration/h200x1-hfdev55-2026-12-01/registered.yaml   # before the run
     python validation/hfdev55.py [calibration/h200x1-hfdev55-2026-12-01]                            # after: the read-out
@@ -8,16 +9,21 @@ framework's mechanism) beside it as the reference (calibration/h200x1-hfdev55-20
 Registered per (size, point, variant), today's model on FLAG_CARD (heldout/eager_registered's one-GPU card), one GPU:
   eager  P = `torch-amp` with the one-GPU host fits (heldout/eager_registered.FLAG_HOSTS through eager.torch_framework,
          as the eager-today set's one-GPU rows are predicted); P_gpu = plain `torch-amp` (no host priced);
-  fsdp1  P = P_gpu = `hf-fsdp1` at parallel.zero 3, dp 1 (nothing fitted; no host priced).
+  fsdp1  P = P_gpu = `hf-fsdp1` at parallel.zero 3, dp 1 (nothing fitted; no host priced);
+  zero3  P = P_gpu = `hf-deepspeed` (overlap_comm false, as run) at parallel.zero 3, dp 1 (likewise).
 Measured (runs/hfdev55.json): per configuration the median over the timed steps of the CUDA-event step (events) and of
 the host's issue time (issue). Rules (thresholds fixed before the run; one RULE line each):
   HOOK   h = (issue_fsdp1 - issue_eager) / layers per point, seconds a decoder layer a step (the wrapper's host time;
          the model's: 0): median over the 6 points >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL.
+  HOOK-Z3  the same of issue_zero3.
   PRICE  mean |P / events - 1| over the 6 fsdp1 rows <= 10%: HOLDS, else OFF (the signed mean printed; + = model slower).
+  PRICE-Z3  the same over the 6 zero3 rows.
   EAGER  mean |P / events - 1| over the 6 eager rows <= 10%: HOLDS, else OFF (do the one-GPU host fits carry to this
          transformers-shaped model?).
-Printed, judging nothing: per row P, P_gpu, events, issue, peak memory against the model's; per point the wrapper's
-step excess (events_fsdp1 - events_eager) and the what-if P_eager + layers x h against events_fsdp1.
+The eager and fsdp1 rows must all have run (else one error line); if any zero3 row did not run (no deepspeed on the
+device, a failure), HOOK-Z3 and PRICE-Z3 read NOT RUN with the first reason, and the rest is read.
+Printed, judging nothing: per row P, P_gpu, events, issue, peak memory against the model's; per point each wrapper's
+step excess over eager and the what-if P_eager + layers x h against its events.
 """
 
 from __future__ import annotations
@@ -38,10 +44,14 @@ from simcluster.heldout.registration import read_run_set, registering_commit, se
 
 BUNDLE = ROOT / "calibration" / "h200x1-hfdev55-2026-12-01"
 TRACE = "hfdev55.json"
-FRAMEWORK = {"eager": "torch-amp", "fsdp1": "hf-fsdp1"}
+FRAMEWORK = {"eager": "torch-amp", "fsdp1": "hf-fsdp1", "zero3": "hf-deepspeed"}
+WRAPPERS = ("fsdp1", "zero3")
+OPTIONAL = "zero3"   # its rows may be missing (the carried deepspeed wheel); the others may not
 HOOK_REAL_S, HOOK_NEGLIGIBLE_S, PRICE_PCT = 100e-6, 25e-6, 10.0
 RULE = {"HOOK": "median over the 6 points of (issue_fsdp1 - issue_eager) / layers >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL",
+        "HOOK-Z3": "median over the 6 points of (issue_zero3 - issue_eager) / layers >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL",
         "PRICE": f"mean |P / events - 1| over the 6 fsdp1 rows <= {PRICE_PCT}%: HOLDS, else OFF",
+        "PRICE-Z3": f"mean |P / events - 1| over the 6 zero3 rows <= {PRICE_PCT}%: HOLDS, else OFF; NOT RUN if any zero3 row did not run",
         "EAGER": f"mean |P / events - 1| over the 6 eager rows <= {PRICE_PCT}%: HOLDS, else OFF"}
 
 
@@ -70,7 +80,7 @@ def predict(size: str, point: str, variant: str) -> dict:
     if variant == "eager":
         r, g = run(ParallelSpec(), eager.torch_framework(ParallelSpec(), hosts)), run(ParallelSpec(), FRAMEWORKS["torch-amp"])
     else:
-        r = g = run(ParallelSpec(zero=3), FRAMEWORKS["hf-fsdp1"])
+        r = g = run(ParallelSpec(zero=3), FRAMEWORKS[FRAMEWORK[variant]])
     return {"name": f"{size}-{point}-{variant}", "size": size, "point": point, "variant": variant, "framework": FRAMEWORKS[FRAMEWORK[variant]].name,
             "host_fits": variant == "eager", "layers": model.layers, "micro_batch": mb, "seq": seq,
             "p_s": round(r.step_time_s, 7), "p_gpu_s": round(g.step_time_s, 7),
@@ -128,20 +138,30 @@ def measured(path: Path, recs: dict, reg: dict) -> dict:
             "units": r.get("fsdp_units"), "spread_s": (min(r.get("events_s") or [ev]), max(r.get("events_s") or [ev]))}
 
 
-def verdicts(rows: list[dict]) -> dict:
+def verdicts(rows: list[dict], skipped: str) -> dict:
     by = {(r["size"], r["point"], r["variant"]): r for r in rows}
-    hooks = [(by[(s, p, "fsdp1")]["issue_s"] - by[(s, p, "eager")]["issue_s"]) / by[(s, p, "eager")]["layers"] for s in SIZES for p in POINTS]
-    h = statistics.median(hooks)
-    hook = "REAL" if h >= HOOK_REAL_S else "NEGLIGIBLE" if h <= HOOK_NEGLIGIBLE_S else "SMALL"
+    points = [(s, p) for s in SIZES for p in POINTS]
+    out = {"hooks": {}}
+    for variant, hook_key, price_key in (("fsdp1", "HOOK", "PRICE"), ("zero3", "HOOK-Z3", "PRICE-Z3")):
+        if variant == OPTIONAL and skipped:
+            out[hook_key] = out[price_key] = f"NOT RUN ({skipped})"
+            continue
+        hooks = [(by[(s, p, variant)]["issue_s"] - by[(s, p, "eager")]["issue_s"]) / by[(s, p, "eager")]["layers"] for s, p in points]
+        h = statistics.median(hooks)
+        hook = "REAL" if h >= HOOK_REAL_S else "NEGLIGIBLE" if h <= HOOK_NEGLIGIBLE_S else "SMALL"
+        out["hooks"][variant] = hooks
+        out[hook_key] = (f"{hook} (median {1e6 * h:.0f} us a layer a step, range {1e6 * min(hooks):.0f}..{1e6 * max(hooks):.0f} us; "
+                         f"thresholds {1e6 * HOOK_REAL_S:.0f} / {1e6 * HOOK_NEGLIGIBLE_S:.0f} us; the model prices 0)")
+        out[price_key] = price(rows, variant)
+    out["EAGER"] = price(rows, "eager")
+    return out
 
-    def price(variant: str) -> str:
-        errs = [r["p_s"] / r["events_s"] - 1 for r in rows if r["variant"] == variant]
-        mean_abs, signed = 100 * sum(map(abs, errs)) / len(errs), 100 * sum(errs) / len(errs)
-        return (f"{'HOLDS' if mean_abs <= PRICE_PCT else 'OFF'} (mean |P / events - 1| {mean_abs:.1f}%, signed {signed:+.1f}%; "
-                f"+ = model slower; rule <= {PRICE_PCT}%)")
-    return {"HOOK": f"{hook} (median {1e6 * h:.0f} us a layer a step, range {1e6 * min(hooks):.0f}..{1e6 * max(hooks):.0f} us; "
-                    f"thresholds {1e6 * HOOK_REAL_S:.0f} / {1e6 * HOOK_NEGLIGIBLE_S:.0f} us; the model prices 0)",
-            "PRICE": price("fsdp1"), "EAGER": price("eager"), "hooks": hooks}
+
+def price(rows: list[dict], variant: str) -> str:
+    errs = [r["p_s"] / r["events_s"] - 1 for r in rows if r["variant"] == variant]
+    mean_abs, signed = 100 * sum(map(abs, errs)) / len(errs), 100 * sum(errs) / len(errs)
+    return (f"{'HOLDS' if mean_abs <= PRICE_PCT else 'OFF'} (mean |P / events - 1| {mean_abs:.1f}%, signed {signed:+.1f}%; "
+            f"+ = model slower; rule <= {PRICE_PCT}%)")
 
 
 def read_out(bundle: Path) -> dict:
@@ -155,8 +175,16 @@ def read_out(bundle: Path) -> dict:
         raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: a row without {exc} (expected size, point, variant, p_s, ...)") from None
     if have != want or len(reg["rows"]) != len(want):
         raise SimclusterError(f"{Path(bundle) / 'registered.yaml'}: rows {sorted(have)}, expected the {len(want)} of SIZES x POINTS x VARIANTS")
-    rows = [measured(path, tr["records"], r) for r in reg["rows"]]
-    return {"tr": tr, "rows": rows, "verdicts": verdicts(rows)}
+    rows, skipped = [], ""
+    for r in reg["rows"]:
+        try:
+            rows.append(measured(path, tr["records"], r))
+        except SimclusterError as exc:
+            if r["variant"] != OPTIONAL:
+                raise
+            skipped = skipped or str(exc)
+    rows = [r for r in rows if not (skipped and r["variant"] == OPTIONAL)]
+    return {"tr": tr, "rows": rows, "verdicts": verdicts(rows, skipped)}
 
 
 def show(res: dict) -> None:
@@ -169,13 +197,14 @@ def show(res: dict) -> None:
               f"({ms * r['spread_s'][0]:.2f}..{ms * r['spread_s'][1]:.2f})  {100 * (r['p_s'] / r['events_s'] - 1):+6.1f}%  "
               f"{ms * r['issue_s']:7.2f}  {peak} ({r['memory_gib']:.2f})  {r['sharding'] or '-'} {r['units'] or ''}")
     by = {(r["size"], r["point"], r["variant"]): r for r in res["rows"]}
-    for (s, p), h in zip(((s, p) for s in SIZES for p in POINTS), res["verdicts"]["hooks"]):
-        e, f = by[(s, p, "eager")], by[(s, p, "fsdp1")]
-        what_if = e["p_s"] + e["layers"] * h
-        print(f"# {s} {p}: hook host h {1e6 * h:.0f} us a layer; step excess events_fsdp1 - events_eager "
-              f"{ms * (f['events_s'] - e['events_s']):+.2f} ms; what-if P_eager + layers x h {ms * what_if:.2f} ms against events_fsdp1 "
-              f"{ms * f['events_s']:.2f} ms ({100 * (what_if / f['events_s'] - 1):+.1f}%)")
-    for key in ("HOOK", "PRICE", "EAGER"):
+    for variant, hooks in res["verdicts"]["hooks"].items():
+        for (s, p), h in zip(((s, p) for s in SIZES for p in POINTS), hooks):
+            e, f = by[(s, p, "eager")], by[(s, p, variant)]
+            what_if = e["p_s"] + e["layers"] * h
+            print(f"# {variant} {s} {p}: hook host h {1e6 * h:.0f} us a layer; step excess over eager "
+                  f"{ms * (f['events_s'] - e['events_s']):+.2f} ms; what-if P_eager + layers x h {ms * what_if:.2f} ms against events "
+                  f"{ms * f['events_s']:.2f} ms ({100 * (what_if / f['events_s'] - 1):+.1f}%)")
+    for key in ("HOOK", "HOOK-Z3", "PRICE", "PRICE-Z3", "EAGER"):
         print(f"RULE {key}: {res['verdicts'][key]}")
 
 
