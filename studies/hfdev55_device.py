@@ -33,8 +33,9 @@ All variants: torch.optim.AdamW(fused=True on CUDA), no gradient clipping (the T
 eager and fsdp1 zero_grad(set_to_none=True), zero3 the engine's own.
 
 Timing per configuration: `--warmup` steps, then `--steps` timed steps, each: a perf_counter start and a CUDA event,
-forward + loss + backward + optimizer step + zero_grad, the host's issue time read (perf_counter, before any sync),
-an end event, torch.cuda.synchronize, the wall. Medians of events (the step on the GPU's clock, host gaps included),
+forward + loss + backward + optimizer step + zero_grad, the host's issue time read (perf_counter, before any sync of
+ours; DeepSpeed's step may sync itself), with the host time at the forward's and the backward's return (issue_fwd_s,
+issue_bwd_s), an end event, torch.cuda.synchronize, the wall. Medians of events (the step on the GPU's clock, host gaps included),
 issue (the host's time to issue the whole step) and wall; peak allocated bytes over the timed steps.
 
 Output: ONE JSON document on stdout {set, env, records: [one record per configuration]}; progress on stderr.
@@ -248,21 +249,27 @@ def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq
     backends = [torch.nn.attention.SDPBackend.FLASH_ATTENTION if cuda else torch.nn.attention.SDPBackend.MATH]
     rec["sdpa_backend"] = str(backends[0])
 
-    def step():
+    def step(t0: float) -> tuple[float, float]:   # (host seconds at the forward's and the backward's return)
         if variant == "zero3":   # bf16 module, no autocast
-            engine.backward(engine(ids, ids))
+            loss = engine(ids, ids)
+            t_fwd = time.perf_counter() - t0
+            engine.backward(loss)
+            t_bwd = time.perf_counter() - t0
             engine.step()
-            return
+            return t_fwd, t_bwd
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16):
             loss = model(ids, ids)
+        t_fwd = time.perf_counter() - t0
         loss.backward()
+        t_bwd = time.perf_counter() - t0
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return t_fwd, t_bwd
 
-    events, issue, wall = [], [], []
+    events, issue, wall, phases = [], [], [], []
     with torch.nn.attention.sdpa_kernel(backends):
         for _ in range(warmup):
-            step()
+            step(time.perf_counter())
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
@@ -272,7 +279,7 @@ def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq
             t0 = time.perf_counter()
             if cuda:
                 start.record()
-            step()
+            phases.append(step(t0))
             issue.append(time.perf_counter() - t0)
             if cuda:
                 end.record()
@@ -280,6 +287,7 @@ def time_config(torch, device, size: str, shape: tuple, point: str, mb: int, seq
                 events.append(start.elapsed_time(end) / 1e3)
             wall.append(time.perf_counter() - t0)
     rec.update(status="ok", steps=steps, warmup=warmup, events_s=events, issue_s=issue, wall_s=wall,
+               issue_fwd_s=[p[0] for p in phases], issue_bwd_s=[p[1] for p in phases],
                median_events_s=statistics.median(events) if events else None, median_issue_s=statistics.median(issue),
                median_wall_s=statistics.median(wall), peak_bytes=torch.cuda.max_memory_allocated() if cuda else None)
     if not all(math.isfinite(x) for x in issue + wall + events):

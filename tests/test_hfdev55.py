@@ -37,7 +37,8 @@ def bundle_with(tmp_path, hook_s: float, fsdp_err: float, eager_err: float, quic
         issue = 0.02 + (r["layers"] * hook_s if fsdp else 0.0)
         recs.append({"size": r["size"], "point": r["point"], "variant": r["variant"], "layers": r["layers"],
                      "micro_batch": r["micro_batch"], "seq": r["seq"], "status": status if status and fsdp else "ok",
-                     "median_events_s": ev, "median_issue_s": issue, "events_s": [ev], "peak_bytes": 2**30})
+                     "median_events_s": ev, "median_issue_s": issue, "events_s": [ev], "peak_bytes": 2**30,
+                     "issue_fwd_s": [issue / 3], "issue_bwd_s": [0.9 * issue]})
     env = {"device": "cpu" if quick else "NVIDIA H200", "torch": "2.11.0+cu130", "quick": quick}
     (b / "runs" / s.TRACE).write_text(json.dumps({"set": "hfdev55", "env": env, "records": recs}))
     return b
@@ -68,10 +69,12 @@ def test_the_sets_seqs_are_new_to_calibration():
 def test_the_rules_on_synthetic_runs(tmp_path, capsys, hook, fsdp, eager, want):
     assert s.main([str(bundle_with(tmp_path, hook, fsdp, eager))]) == 0
     out = capsys.readouterr().out
-    for key, verdict in zip(("HOOK", "PRICE", "EAGER"), want):
+    for key, verdict in zip(("HOOK", "PRICE", "EAGER"), want, strict=True):
         assert f"RULE {key}: {verdict} " in out, out
     assert f"RULE HOOK-Z3: {want[0]} " in out and f"RULE PRICE-Z3: {want[1]} " in out
     assert f"median {1e6 * hook:.0f} us a layer" in out
+    third = 1e6 * hook / 3   # the synthetic split: a third of the excess in the forward, 0.9 - 1/3 in the backward, 0.1 in the step
+    assert f"(forward / backward / step {third:.0f} / {1e6 * hook * (0.9 - 1 / 3):.0f} / {1e6 * hook * 0.1:.0f} us)" in out
 
 
 def test_the_read_out_refuses_a_quick_run_a_missing_or_failed_record_in_one_line(tmp_path, capsys):

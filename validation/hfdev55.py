@@ -134,7 +134,8 @@ def measured(path: Path, recs: dict, reg: dict) -> dict:
     if not same:
         raise SimclusterError(f"{where}: ran layers / micro_batch / seq {r['layers']} / {r['micro_batch']} / {r['seq']}, "
                               f"registered {reg['layers']} / {reg['micro_batch']} / {reg['seq']}")
-    return {**reg, "events_s": ev, "issue_s": iss, "peak_bytes": r.get("peak_bytes"), "sharding": r.get("sharding_strategy"),
+    fwd, bwd = (statistics.median(r[k]) if isinstance(r.get(k), list) and r[k] else None for k in ("issue_fwd_s", "issue_bwd_s"))
+    return {**reg, "events_s": ev, "issue_s": iss, "fwd_s": fwd, "bwd_s": bwd, "peak_bytes": r.get("peak_bytes"), "sharding": r.get("sharding_strategy"),
             "units": r.get("fsdp_units"), "spread_s": (min(r.get("events_s") or [ev]), max(r.get("events_s") or [ev]))}
 
 
@@ -193,15 +194,20 @@ def show(res: dict) -> None:
     print("row                     framework   P (ms)  P_gpu   events  (min..max)       error   issue   peak GiB (model)  sharding")
     for r in res["rows"]:
         peak = "-" if r["peak_bytes"] is None else f"{r['peak_bytes'] / 2**30:.2f}"
-        print(f"{r['name']:<23} {r['framework']:<10} {ms * r['p_s']:7.2f} {ms * r['p_gpu_s']:7.2f} {ms * r['events_s']:8.2f}  "
+        print(f"{r['name']:<23} {r['framework']:<12} {ms * r['p_s']:7.2f} {ms * r['p_gpu_s']:7.2f} {ms * r['events_s']:8.2f}  "
               f"({ms * r['spread_s'][0]:.2f}..{ms * r['spread_s'][1]:.2f})  {100 * (r['p_s'] / r['events_s'] - 1):+6.1f}%  "
               f"{ms * r['issue_s']:7.2f}  {peak} ({r['memory_gib']:.2f})  {r['sharding'] or '-'} {r['units'] or ''}")
     by = {(r["size"], r["point"], r["variant"]): r for r in res["rows"]}
     for variant, hooks in res["verdicts"]["hooks"].items():
-        for (s, p), h in zip(((s, p) for s in SIZES for p in POINTS), hooks):
+        for (s, p), h in zip(((s, p) for s in SIZES for p in POINTS), hooks, strict=True):
             e, f = by[(s, p, "eager")], by[(s, p, variant)]
             what_if = e["p_s"] + e["layers"] * h
-            print(f"# {variant} {s} {p}: hook host h {1e6 * h:.0f} us a layer; step excess over eager "
+            split = ""
+            if None not in (e["fwd_s"], e["bwd_s"], f["fwd_s"], f["bwd_s"]):   # the host's issue by phase: forward, backward, step
+                parts = (f["fwd_s"] - e["fwd_s"], (f["bwd_s"] - f["fwd_s"]) - (e["bwd_s"] - e["fwd_s"]),
+                         (f["issue_s"] - f["bwd_s"]) - (e["issue_s"] - e["bwd_s"]))
+                split = " (forward / backward / step {:.0f} / {:.0f} / {:.0f} us)".format(*(1e6 * x / e["layers"] for x in parts))
+            print(f"# {variant} {s} {p}: hook host h {1e6 * h:.0f} us a layer{split}; step excess over eager "
                   f"{ms * (f['events_s'] - e['events_s']):+.2f} ms; what-if P_eager + layers x h {ms * what_if:.2f} ms against events "
                   f"{ms * f['events_s']:.2f} ms ({100 * (what_if / f['events_s'] - 1):+.1f}%)")
     for key in ("HOOK", "HOOK-Z3", "PRICE", "PRICE-Z3", "EAGER"):
