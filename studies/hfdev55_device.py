@@ -128,10 +128,9 @@ def build(torch, layers: int, hidden: int, ffn: int, heads: int, kv_heads: int, 
     class LlamaAttention(nn.Module):
         def __init__(self):
             super().__init__()
-            self.q_proj = nn.Linear(hidden, heads * d, bias=False)
-            self.k_proj = nn.Linear(hidden, kv_heads * d, bias=False)
-            self.v_proj = nn.Linear(hidden, kv_heads * d, bias=False)
-            self.o_proj = nn.Linear(heads * d, hidden, bias=False)
+            for name, n_in, n_out in (("q_proj", hidden, heads * d), ("k_proj", hidden, kv_heads * d),
+                                      ("v_proj", hidden, kv_heads * d), ("o_proj", heads * d, hidden)):
+                self.add_module(name, nn.Linear(n_in, n_out, bias=False))   # transformers' names and order
             self.register_buffer("inv_freq", 1.0 / (10000.0 ** (torch.arange(0, d, 2).float() / d)), persistent=False)
 
         def forward(self, x, position_ids):
