@@ -40,7 +40,9 @@ def bundle_with(tmp_path, hook_s: float, fsdp_err: float, eager_err: float, quic
                      "median_events_s": ev, "median_issue_s": issue, "events_s": [ev], "peak_bytes": 2**30,
                      "issue_fwd_s": [issue / 3], "issue_bwd_s": [0.9 * issue]})
     env = {"device": "cpu" if quick else "NVIDIA H200", "torch": "2.11.0+cu130", "quick": quick}
-    (b / "runs" / s.TRACE).write_text(json.dumps({"set": "hfdev55", "env": env, "records": recs}))
+    for name, variants in ((s.TRACE, ("eager", "fsdp1")), (s.TRACE_Z3, ("zero3",))):
+        mine = [r for r in recs if r["variant"] in variants]
+        (b / "runs" / name).write_text(json.dumps({"set": "hfdev55", "env": env, "records": mine}))
     return b
 
 
@@ -99,15 +101,18 @@ def test_the_read_out_on_a_wrong_or_empty_bundle_is_one_line_naming_the_file(tmp
 def test_zero3_not_run_reads_not_run_and_the_rest_is_read(tmp_path, capsys):
     """No deepspeed on the device (the carried wheels missing): the zero3 rows are skipped, the two Z3 rules NOT RUN."""
     b = bundle_with(tmp_path, 300e-6, -0.5, -0.3)
-    doc = json.loads((b / "runs" / s.TRACE).read_text())
+    doc = json.loads((b / "runs" / s.TRACE_Z3).read_text())
     for r in doc["records"]:
-        if r["variant"] == "zero3":
-            r["status"] = "skipped: no deepspeed (No module named 'deepspeed')"
-    (b / "runs" / s.TRACE).write_text(json.dumps(doc))
+        r["status"] = "skipped: no deepspeed (No module named 'deepspeed')"
+    (b / "runs" / s.TRACE_Z3).write_text(json.dumps(doc))
     assert s.main([str(b)]) == 0
     out = capsys.readouterr().out
     assert "RULE HOOK-Z3: NOT RUN (" in out and "RULE PRICE-Z3: NOT RUN (" in out and "no deepspeed" in out
     assert "RULE HOOK: REAL " in out and "RULE PRICE: OFF " in out and "RULE EAGER: OFF " in out
+    (b / "runs" / s.TRACE_Z3).write_text("")   # the zero3 invocation killed before it printed
+    assert s.main([str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "RULE HOOK-Z3: NOT RUN (" in out and "hfdev55-z3.json: not an hfdev55 trace" in out and "RULE HOOK: REAL " in out
 
 
 def test_the_device_script_refuses_unknown_arguments_in_one_line():

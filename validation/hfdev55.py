@@ -11,7 +11,7 @@ Registered per (size, point, variant), today's model on FLAG_CARD (heldout/eager
          as the eager-today set's one-GPU rows are predicted); P_gpu = plain `torch-amp` (no host priced);
   fsdp1  P = P_gpu = `hf-fsdp1` at parallel.zero 3, dp 1 (nothing fitted; no host priced);
   zero3  P = P_gpu = `hf-deepspeed` (overlap_comm false, as run) at parallel.zero 3, dp 1 (likewise).
-Measured (runs/hfdev55.json): per configuration the median over the timed steps of the CUDA-event step (events) and of
+Measured (runs/hfdev55.json: eager and fsdp1; runs/hfdev55-z3.json: zero3): per configuration the median over the timed steps of the CUDA-event step (events) and of
 the host's issue time (issue). Rules (thresholds fixed before the run; one RULE line each):
   HOOK   h = (issue_fsdp1 - issue_eager) / layers per point, seconds a decoder layer a step (the wrapper's host time;
          the model's: 0): median over the 6 points >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL.
@@ -43,7 +43,8 @@ from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.heldout.registration import read_run_set, registering_commit, set_main, write_registration  # noqa: E402
 
 BUNDLE = ROOT / "calibration" / "h200x1-hfdev55-2026-12-01"
-TRACE = "hfdev55.json"
+TRACE = "hfdev55.json"           # eager and fsdp1 (one device invocation)
+TRACE_Z3 = "hfdev55-z3.json"      # zero3 (its own invocation: a DeepSpeed hang or crash leaves the other trace whole)
 FRAMEWORK = {"eager": "torch-amp", "fsdp1": "hf-fsdp1", "zero3": "hf-deepspeed"}
 WRAPPERS = ("fsdp1", "zero3")
 OPTIONAL = "zero3"   # its rows may be missing (the carried deepspeed wheel); the others may not
@@ -94,7 +95,7 @@ def register(path: Path) -> None:
     from simcluster.heldout.eager_registered import FLAG_CARD, FLAG_HOSTS
 
     doc = {"set": "hfdev55", "issue": 44, "commit": registering_commit(ROOT), "card": FLAG_CARD, "host_fits": list(FLAG_HOSTS),
-           "trace": f"runs/{TRACE}", "rule": RULE,
+           "trace": f"runs/{TRACE}", "trace_zero3": f"runs/{TRACE_Z3}", "rule": RULE,
            "thresholds": {"hook_real_s": HOOK_REAL_S, "hook_negligible_s": HOOK_NEGLIGIBLE_S, "price_pct": PRICE_PCT},
            "rows": [predict(size, point, v) for size in SIZES for point in POINTS for v in VARIANTS]}
     write_registration(path, "# registered before the run (validation/hfdev55.py --register): today's model, the rules\n"
@@ -102,7 +103,7 @@ def register(path: Path) -> None:
 
 
 def read_trace(path: Path) -> dict:
-    """{(size, point, variant): record} of the full GPU run; one SimclusterError line for anything else."""
+    """{(size, point, variant): record} of a full GPU run; one SimclusterError line for anything else."""
     try:
         doc = json.loads(path.read_text())
         recs = {(r["size"], r["point"], r["variant"]): r for r in doc["records"]}
@@ -169,6 +170,12 @@ def read_out(bundle: Path) -> dict:
     reg = read_run_set(bundle, {"set": "hfdev55"})
     path = Path(bundle) / "runs" / TRACE
     tr = read_trace(path)
+    z3_path, z3_note = Path(bundle) / "runs" / TRACE_Z3, ""
+    try:   # optional: its failure is the zero3 rules' NOT RUN reason
+        z3 = read_trace(z3_path)["records"]
+        tr["records"].update({k: v for k, v in z3.items() if k[2] == OPTIONAL})
+    except SimclusterError as exc:
+        z3_note = str(exc)
     want = {(s, p, v) for s in SIZES for p in POINTS for v in VARIANTS}
     try:
         have = {(r["size"], r["point"], r["variant"]) for r in reg["rows"]}
@@ -179,11 +186,11 @@ def read_out(bundle: Path) -> dict:
     rows, skipped = [], ""
     for r in reg["rows"]:
         try:
-            rows.append(measured(path, tr["records"], r))
+            rows.append(measured(z3_path if r["variant"] == OPTIONAL else path, tr["records"], r))
         except SimclusterError as exc:
             if r["variant"] != OPTIONAL:
                 raise
-            skipped = skipped or str(exc)
+            skipped = skipped or z3_note or str(exc)
     rows = [r for r in rows if not (skipped and r["variant"] == OPTIONAL)]
     return {"tr": tr, "rows": rows, "verdicts": verdicts(rows, skipped)}
 
