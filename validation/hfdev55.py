@@ -11,8 +11,8 @@ Registered per (size, point, variant), today's model on FLAG_CARD (heldout/eager
          as the eager-today set's one-GPU rows are predicted); P_gpu = plain `torch-amp` (no host priced);
   fsdp1  P = P_gpu = `hf-fsdp1` at parallel.zero 3, dp 1 (nothing fitted; no host priced);
   zero3  P = P_gpu = `hf-deepspeed` (overlap_comm false, as run) at parallel.zero 3, dp 1 (likewise).
-Measured (runs/hfdev55.json: eager and fsdp1; runs/hfdev55-z3.json: zero3): per configuration the median over the timed steps of the CUDA-event step (events) and of
-the host's issue time (issue). Rules (thresholds fixed before the run; one RULE line each):
+Measured (runs/hfdev55.json: eager and fsdp1; runs/hfdev55-z3.json: zero3): per configuration the median over the
+timed steps of the CUDA-event step (events) and of the host's issue time (issue). Rules (thresholds fixed before the run; one RULE line each):
   HOOK   h = (issue_fsdp1 - issue_eager) / layers per point, seconds a decoder layer a step (the wrapper's host time;
          the model's: 0): median over the 6 points >= 100 us: REAL; <= 25 us: NEGLIGIBLE; else SMALL.
   HOOK-Z3  the same of issue_zero3.

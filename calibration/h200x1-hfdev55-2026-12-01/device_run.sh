@@ -11,9 +11,9 @@
 # Expected ~100-190 s: the wheels ~5-15 s; eager + fsdp1 (12 configurations, each the model built on the GPU, <= 1.1B
 # parameters, 5 warm-up + 15 timed steps of ~10-170 ms) with torch import and NCCL init ~50-90 s; zero3 in its own
 # invocation (6 configurations, DeepSpeed's import and init ~10-25 s) ~35-70 s (apart, so that a DeepSpeed hang or crash
-# cannot take the other trace with it); the CPU dry run ~15-25 s.
+# cannot take the other trace with it); the CPU dry run ~15-25 s (60 s on this 2-core CPU machine, loaded).
 # Worst case ~335 s: the wheels capped at 30 s, eager + fsdp1 killed at 180 s, zero3 at 120 s (30 + 180 + 120 = 330); a
-# run starts only if fewer than BUDGET_S = 220 s have passed (the CPU quick run, limit 60 s, then ends by 280 s), plus
+# run starts only if fewer than BUDGET_S = 220 s have passed (the CPU quick run, limit 90 s, then ends by 310 s), plus
 # the records and the packing.
 #   MAIN_COMMIT=<main> bash calibration/h200x1-hfdev55-2026-12-01/device_run.sh   (nvidia-h200, one GPU; carry .device/wheels)
 W=/tmp/hfdev55
@@ -37,6 +37,6 @@ export PYTHONPATH=$W/site:$PWD DS_BUILD_OPS=0
 guarded hfdev55 180 python3 studies/hfdev55_device.py --device cuda --warmup 5 --steps 15 --variants eager,fsdp1
 guarded hfdev55-z3 120 python3 studies/hfdev55_device.py --device cuda --warmup 5 --steps 15 --variants zero3
 export DS_ACCELERATOR=cpu   # the dry run: DeepSpeed on the CPU
-guarded hfdev55-cpu-quick 60 python3 studies/hfdev55_device.py --device cpu --quick --warmup 1 --steps 2
+guarded hfdev55-cpu-quick 90 python3 studies/hfdev55_device.py --device cpu --quick --warmup 1 --steps 2
 echo "total $((SECONDS - lib_start)) s" | tee -a "$B/status.txt"
 pack
