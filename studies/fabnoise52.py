@@ -25,8 +25,9 @@ Part 3, per source (its source_group's files): its rows with a partner of anothe
 1|, or their median spread among themselves where smaller (partners of >= 2 other sources): the floor; its other rows, per machine kind, against the
 p80 of the kind's cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes, op and
 forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict): outlier / slow cluster (every row `*`; a
-source mixing `*` and other files: two parts, the `*` files' rows not judged, the others judged on their own rows and figure: mendB53, mendB55), model miss (above a floor, outside 10%; inside: "within 10%, above its
-floor"), noise floor, partly told, not told (why); "on one file pair" where that is all it rests on. Nothing is fitted.
+source mixing `*` and other files: two parts, the `*` files' rows not judged, the others judged on their own rows and figure: mendB53, mendB55),
+model miss (above a floor, outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told (why); "on one file pair" where that
+is all it rests on. Nothing is fitted.
 Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised after its first print: (1,
 fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor -> model miss); (2, mendA52, cold review A52) the `*` class,
 minimum pairs, shape / per-kind scope, within-target label (Voltage Park -> partly told, on one pair); (3, mendA54, cold review A54 item 2) the
