@@ -3,7 +3,9 @@ fabnoise52). Measurement against measurement first (no model in part 1-2), then 
 
 The rows: every row `simcluster validate --published nccl --held-out-systems` judges (calibration/published/nccl-*.yaml
 with a scenario, out-of-scope files excluded; busbw at >= 64 MiB, or a peak over the source's range) that runs on 2 or
-more nodes. Out-of-place busbw only: the in-place column is the same process a moment later, not a repeat of the run.
+more nodes. Out-of-place busbw only: the in-place column is the same process a moment later, not a repeat of the run. One file
+records the better of the two columns (its source's summary keeps max(out-of-place, in-place): BEST_OF_TWO, marked `+` in part 1;
+mendB55, cold review B55 item 1); its rows have no partner today.
 
 The matching rule (two rows are one configuration when ALL of these are equal):
     machine kind   the GPU system.gpu names (reference.source_gpu: A100, H100, H200, B200, GB200), the link across nodes
@@ -53,6 +55,7 @@ sys.path.insert(0, str(ROOT / "studies"))
 from fabnoise52_rows import Pair, Row, collect, family_of, kind_label, pairs_of  # noqa: E402,F401  (rows and pairs: studies/fabnoise52_rows.py)
 
 TARGET_PCT = 10.0
+BEST_OF_TWO = ("nccl-h100-ib-x2-g1-mit-engaging-dgx",)   # busbw = max(out-of-place, in-place) (orcd-benchmarks dgx-nodes/analyze-nccl.py)
 
 
 def stats(values: list[float]) -> str:
@@ -231,13 +234,14 @@ def main() -> None:
     print("# Published multi-node nccl-tests rows of one machine kind measured more than once (studies/fabnoise52.py)")
     print(f"# {len(rows)} multi-node rows, {len({r.file for r in rows})} files, {len({r.source for r in rows})} sources; "
           f"{len(pairs)} pairs of one configuration (the module's matching rule)")
-    print("\n## 1. Every pair (spread = larger / smaller busbw - 1; * a file the held-out check marks outlier; ~ approximate row)")
+    print("\n## 1. Every pair (spread = larger / smaller busbw - 1; * a file the held-out check marks outlier; ~ approximate row; "
+          "+ best of out-of-place / in-place)")
     print(f"{'machine kind':34s} {'nodes':>5s} {'op':10s} {'size':>9s} {'alg':5s} {'relation':17s} {'file a':38s} "
           f"{'GB/s':>7s} {'file b':38s} {'GB/s':>7s} {'spread':>7s}")
     for p in sorted(pairs, key=lambda p: (p.relation, kind_label(p.a.kind), p.a.key[0], p.a.key[1], p.a.key[3], p.a.file, p.b.file)):
         nodes, op, peak, sizes, forced = p.a.key[:5]
         size = "peak" if peak else (f"{sizes[0] >> 20}MiB" if len(sizes) == 1 else f"{len(sizes)} sizes")
-        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else ""))[:38] for r in (p.a, p.b)]
+        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else "") + ("+" if r.file in BEST_OF_TWO else ""))[:38] for r in (p.a, p.b)]
         print(f"{kind_label(p.a.kind)[:34]:34s} {nodes:5d} {op:10s} {size:>9s} {(forced or '-')[:5]:5s} {p.relation:17s} "
               f"{name[0]:38s} {p.a.busbw_GBps:7.2f} {name[1]:38s} {p.b.busbw_GBps:7.2f} {p.spread_pct:6.1f}%")
 

@@ -227,3 +227,11 @@ def test_the_not_blind_rows_are_shown_beside_the_figures_without_them(capsys):
     with_, without = (int(line.split(" rows: ")[0].rsplit(" ", 1)[1]) for line in out.splitlines() if " rows: mean" in line)
     assert with_ - without == 18 == sum(1 for r in load_script("studies/fabnoise52.py").collect()
                                         if r.file in mod.NOT_BLIND)
+
+
+def test_the_best_of_two_files_are_files_the_study_reads(study, rows):
+    """Cold review B55 item 1 (mendB55): the files whose busbw is the better of out-of-place and in-place (marked + in
+    part 1) name files the study reads, and each says so in its notes."""
+    assert set(study.BEST_OF_TWO) <= {r.file for r in rows}
+    for name in study.BEST_OF_TWO:
+        assert "best of" in (ROOT / "calibration" / "published" / f"{name}.yaml").read_text().lower()
