@@ -3,7 +3,9 @@ fabnoise52). Measurement against measurement first (no model in part 1-2), then 
 
 The rows: every row `simcluster validate --published nccl --held-out-systems` judges (calibration/published/nccl-*.yaml
 with a scenario, out-of-scope files excluded; busbw at >= 64 MiB, or a peak over the source's range) that runs on 2 or
-more nodes. Out-of-place busbw only: the in-place column is the same process a moment later, not a repeat of the run.
+more nodes. Out-of-place busbw only: the in-place column is the same process a moment later, not a repeat of the run. One file
+records the better of the two columns (its source's summary keeps max(out-of-place, in-place): BEST_OF_TWO, marked `+` in part 1;
+mendB55, cold review B55 item 1); its rows have no partner today.
 
 The matching rule (two rows are one configuration when ALL of these are equal):
     machine kind   the GPU system.gpu names (reference.source_gpu: A100, H100, H200, B200, GB200), the link across nodes
@@ -25,15 +27,17 @@ Part 3, per source (its source_group's files): its rows with a partner of anothe
 1|, or their median spread among themselves where smaller (partners of >= 2 other sources): the floor; its other rows, per machine kind, against the
 p80 of the kind's cross-source file-pair medians, only where the kind has >= 2 file pairs from >= 3 sources and a pair of the row's nodes, op and
 forced algorithm (the pairs: all_reduce at NCCL's choice, all but one at 2 nodes). Verdict (Verdict.verdict): outlier / slow cluster (every row `*`; a
-source mixing `*` and other files: judged on its other rows only, mendB53), model miss (above a floor, outside 10%; inside: "within 10%, above its
-floor"), noise floor, partly told, not told (why); "on one file pair" where that is all it rests on. Nothing is fitted.
+source mixing `*` and other files: two parts, the `*` files' rows not judged, the others judged on their own rows and figure: mendB53, mendB55),
+model miss (above a floor, outside 10%; inside: "within 10%, above its floor"), noise floor, partly told, not told (why); "on one file pair" where that
+is all it rests on. Nothing is fitted.
 Development, not registered: the matching rule set after a first listing of the records; the verdict rule revised after its first print: (1,
 fabnoise52) unpaired rows judged against the kind's spread too (Voltage Park: noise floor -> model miss); (2, mendA52, cold review A52) the `*` class,
 minimum pairs, shape / per-kind scope, within-target label (Voltage Park -> partly told, on one pair); (3, mendA54, cold review A54 item 2) the
 partners' spread among themselves: the distance alone made a source far from agreeing peers read 'noise floor' by construction (the MGHPCC DGX H100
 file: noise floor -> model miss; 4 sources within 10% -> above their floor); (4, mendF54, final read 54 item 6) with partners from one other source
-only, a model at or under that distance is not told (one partner: the distance is the floor; Voltage Park: partly told -> not told). Part 4 keeps the
-distance.
+only, a model at or under that distance is not told (one partner: the distance is the floor; Voltage Park: partly told -> not told); (5, mendB55, cold
+review B55 item 3) a mixed source printed as two parts with their own figures (before: the verdict of its other rows beside the whole source's figure:
+MIT ORCD's H100 x1 rows 'not told' at the B200 files' 118.4%). Part 4 keeps the distance. Rows and pairs: studies/fabnoise52_rows.py.
 
     python studies/fabnoise52.py          (its print: studies/fabnoise52.txt)
 """
@@ -41,114 +45,17 @@ distance.
 import dataclasses
 import sys
 from collections import defaultdict
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "studies"))
+from fabnoise52_rows import Pair, Row, collect, family_of, kind_label, pairs_of  # noqa: E402,F401  (rows and pairs: studies/fabnoise52_rows.py)
 
-PUBLISHED = ROOT / "calibration" / "published"
 TARGET_PCT = 10.0
-FAMILY = {"rdma-efa": "EFA", "rdma-ib": "InfiniBand", "rdma-roce": "RoCE"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Row:
-    file: str
-    source: str
-    run: int
-    kind: tuple            # (gpu, link, node NIC Gb/s, gpus per node)
-    key: tuple             # (nodes, op, peak, sizes, forced algorithm, nvls, protocol)
-    busbw_GBps: float
-    model_pct: float       # the held-out check's error for this row, %
-    outlier: bool
-    approximate: bool
-    regime: str = ""       # the error-band table's regime of the row (validate --published nccl's ReferenceRow.regime)
-
-    @property
-    def config(self) -> tuple:
-        return self.kind + self.key
-
-
-@dataclasses.dataclass(frozen=True)
-class Pair:
-    a: Row
-    b: Row
-
-    @property
-    def relation(self) -> str:
-        return "same file" if self.a.file == self.b.file else "same source" if self.a.source == self.b.source else "different sources"
-
-    @property
-    def spread_pct(self) -> float:
-        return (max(self.a.busbw_GBps, self.b.busbw_GBps) / min(self.a.busbw_GBps, self.b.busbw_GBps) - 1) * 100
-
-    @property
-    def outlier(self) -> bool:
-        return self.a.outlier or self.b.outlier
-
-
-def kind_label(kind: tuple) -> str:
-    gpu, link, bw, per_node = kind
-    net = f"{FAMILY.get(link, link)} {bw}G/node" if bw else f"{link} (one NVLink domain)"
-    return f"{gpu} x{per_node} {net}"
-
-
-def family_of(kind: tuple) -> str:
-    return f"{FAMILY.get(kind[1], kind[1])} {kind[0]}"
-
-
-def machine_kind(ref, nodes: int) -> tuple:
-    """(gpu, link across nodes, node NIC bandwidth in Gb/s, gpus per node) from the file's system and its scenario's stated machine."""
-    from simcluster.machine_models import machine_nic, network_link
-    from simcluster.reference import source_gpu
-    from simcluster.scenario import load_variants
-
-    machine = load_variants(ref.file("scenario"), nodes)[0][1].machine
-    bw = 0
-    if machine.nic is not None and machine.domains > 1:
-        nic, _ = machine_nic(machine)
-        bw = round(machine.nic.per_node * nic.line_rate_Bps * 8 / 1e9)
-    return (source_gpu(ref) or "?", network_link(machine), bw, int(ref.system["gpus_per_node"]))
-
-
-def row_key(ref, run: dict, nodes: int, sizes: list[int], peak: bool) -> tuple:
-    from simcluster.collectives.schedule import canonical_op
-    from simcluster.reference import nccl
-
-    return (nodes, canonical_op(run["op"]), peak, tuple(sizes), nccl._forced(run), run.get("nvls"), run.get("protocol"))
-
-
-def collect(drop: tuple[str, ...] = ()) -> list[Row]:
-    """Every multi-node row the held-out check judges (files named in `drop` left out, of the fit too), with its error."""
-    from simcluster.reference import nccl
-    from simcluster.reference.nccl_held_out import held_out_systems, load_systems
-
-    systems = [s for s in load_systems() if s.name not in drop]
-    results = held_out_systems(systems=systems)
-    rows = []
-    for system, result in zip(systems, results, strict=True):
-        ref = nccl.read_nccl_file(PUBLISHED / f"{system.name}.yaml")
-        kinds, regimes = {}, {row.run: row.regime or "" for row in nccl.system_rows(ref)}
-        for r, err in zip(system.rows, result.row_errors_pct, strict=True):
-            run = ref.runs[r.run]
-            nodes = nccl.run_nodes(ref, run)
-            if nodes < 2:
-                continue
-            kinds[nodes] = kinds.get(nodes) or machine_kind(ref, nodes)
-            rows.append(Row(system.name, system.source, r.run, kinds[nodes], row_key(ref, run, nodes, r.sizes, r.peak),
-                            r.measured_Bps / 1e9, float(err), system.outlier, bool(run.get("approximate")), regimes.get(r.run, "")))
-    return rows
-
-
-def pairs_of(rows: list[Row]) -> list[Pair]:
-    """Every two rows of one configuration (the matching rule), in the rows' order."""
-    by = defaultdict(list)
-    for r in rows:
-        by[r.config].append(r)
-    return [Pair(a, b) for group in by.values() for a, b in combinations(group, 2)]
+BEST_OF_TWO = ("nccl-h100-ib-x2-g1-mit-engaging-dgx",)   # busbw = max(out-of-place, in-place) (orcd-benchmarks dgx-nodes/analyze-nccl.py)
 
 
 def stats(values: list[float]) -> str:
@@ -185,7 +92,7 @@ def floor_of(source: str, rows: list[Row], pairs: list[Pair], peers: bool = Fals
 
 REVISED = {"nccl-voltagepark-h100-x4": "; first print: noise floor, revision 1: model miss (its other rows against the "
            "2-node kind spread), 2 (mendA52): partly told, on one pair, 4 (mendF54): this",   # the docstring's revisions
-           "chris-nccl-notes": "; before revision 3 (mendA54): noise floor (the DGX file's own distance from its peers)"}
+           "chris-nccl-notes [other files]": "; before revision 3 (mendA54): noise floor (the DGX file's own distance from its peers)"}
 MIN_KIND_PAIRS, MIN_KIND_SOURCES = 2, 3   # a kind's spread judges unpaired rows only from this many file pairs / sources
 
 
@@ -237,6 +144,11 @@ class Verdict:
     outlier: bool = False        # every row in a file the held-out check marks * (a known slow cluster)
     why_untold: str = "no other source of its kind"
     partner_sources: int = 2     # other sources among the paired rows' partners (revision 4: one cannot tell a floor)
+    part: str = ""               # a source mixing * files and others: ' [* files]' / ' [other files]', each its own rows and figure (mendB55)
+
+    @property
+    def name(self) -> str:
+        return self.source + self.part
 
     @property
     def parts(self) -> list[str]:
@@ -279,10 +191,8 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
     """One Verdict per source with multi-node rows (module docstring, part 3); its unpaired rows judged per machine kind (a source may span two), only where
     the kind's spread rests on enough pairs and covers the row's shape."""
     floors_by_kind, out = kind_floors(rows, pairs), []
-    for source, (n, pct) in held_out.items():
-        if not (every := [r for r in rows if r.source == source]):
-            continue
-        mine, floors = [r for r in every if not r.outlier] or every, floor_of(source, rows, pairs, peers=True)  # docstring
+    for source, (n, pct), every, part in _parts(rows, held_out):
+        mine, floors = every, floor_of(source, rows, pairs, peers=True)
         paired = [r for r in mine if (r.file, r.run) in floors]
         rest = [r for r in mine if (r.file, r.run) not in floors]
         judged = [r for r in rest if floors_by_kind[r.kind].enough and shape_of(r) in floors_by_kind[r.kind].shapes]
@@ -299,8 +209,18 @@ def classify(rows: list[Row], pairs: list[Pair], held_out: dict[str, tuple[int, 
                            _mean([abs(r.model_pct) for r in paired]), len(rest), _mean([abs(r.model_pct) for r in judged]),
                            _mean([f.p80_pct for f in used.values()]), len(judged), parts, len(partner_files),
                            sum(f.file_pairs for f in used.values()), all(r.outlier for r in every), why,
-                           len({p.b.source if p.a.source == source else p.a.source for p in cross})))
+                           len({p.b.source if p.a.source == source else p.a.source for p in cross}), part))
     return out
+
+
+def _parts(rows: list[Row], held_out: dict[str, tuple[int, float]]):
+    """(source, (rows, held-out %), its multi-node rows, part) per source; a source mixing * files and others (mendB53; mendB55, review B55 item 3) is two
+    parts, each with its own rows and their mean |error| (multi-node rows only), so that a * part's figure never labels the other part's verdict."""
+    for source, (n, pct) in held_out.items():
+        every = [r for r in rows if r.source == source]
+        split = [[r for r in every if r.outlier], [r for r in every if not r.outlier]]
+        for part, mine in (zip((" [* files]", " [other files]"), split, strict=True) if all(split) else [("", every)] if every else []):
+            yield source, (len(mine), _mean([abs(r.model_pct) for r in mine])) if part else (n, pct), mine, part
 
 
 def _f(x: float | None) -> str:
@@ -314,13 +234,14 @@ def main() -> None:
     print("# Published multi-node nccl-tests rows of one machine kind measured more than once (studies/fabnoise52.py)")
     print(f"# {len(rows)} multi-node rows, {len({r.file for r in rows})} files, {len({r.source for r in rows})} sources; "
           f"{len(pairs)} pairs of one configuration (the module's matching rule)")
-    print("\n## 1. Every pair (spread = larger / smaller busbw - 1; * a file the held-out check marks outlier; ~ approximate row)")
+    print("\n## 1. Every pair (spread = larger / smaller busbw - 1; * a file the held-out check marks outlier; ~ approximate row; "
+          "+ best of out-of-place / in-place)")
     print(f"{'machine kind':34s} {'nodes':>5s} {'op':10s} {'size':>9s} {'alg':5s} {'relation':17s} {'file a':38s} "
           f"{'GB/s':>7s} {'file b':38s} {'GB/s':>7s} {'spread':>7s}")
     for p in sorted(pairs, key=lambda p: (p.relation, kind_label(p.a.kind), p.a.key[0], p.a.key[1], p.a.key[3], p.a.file, p.b.file)):
         nodes, op, peak, sizes, forced = p.a.key[:5]
         size = "peak" if peak else (f"{sizes[0] >> 20}MiB" if len(sizes) == 1 else f"{len(sizes)} sizes")
-        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else ""))[:38] for r in (p.a, p.b)]
+        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else "") + ("+" if r.file in BEST_OF_TWO else ""))[:38] for r in (p.a, p.b)]
         print(f"{kind_label(p.a.kind)[:34]:34s} {nodes:5d} {op:10s} {size:>9s} {(forced or '-')[:5]:5s} {p.relation:17s} "
               f"{name[0]:38s} {p.a.busbw_GBps:7.2f} {name[1]:38s} {p.b.busbw_GBps:7.2f} {p.spread_pct:6.1f}%")
 
@@ -348,21 +269,22 @@ def main() -> None:
     print(f"{'source':44s} {'machine kind':30s} {'rows':>4s} {'held':>5s} {'pair':>4s} {'floor':>5s} {'model':>5s} "
           f"{'rest':>4s} {'judg':>4s} {'model':>5s} {'kind80':>6s}  verdict")
     for v in table:
-        print(f"{v.source[:44]:44s} {v.kind[:30]:30s} {v.rows:4d} {v.held_out_pct:5.1f} {v.paired:4d} {_f(v.floor_pct)} "
+        print(f"{v.name[:44]:44s} {v.kind[:30]:30s} {v.rows:4d} {v.held_out_pct:5.1f} {v.paired:4d} {_f(v.floor_pct)} "
               f"{_f(v.model_paired_pct)} {v.rest:4d} {v.judged_rest:4d} {_f(v.model_rest_pct)} {_f(v.kind_p80_pct)}   "
               f"{v.verdict}")
     print("  held: the source's held-out mean |error| %; pair: its rows with a partner row of another source (not *); floor: the partners' mean |error| % "
           "on them, or their median spread among themselves where smaller; model: the model's mean |error| % on them; rest: its other multi-node rows; judg: "
           f"those judged (a kind with >= {MIN_KIND_PAIRS} cross-source file pairs from >= {MIN_KIND_SOURCES} sources, and a pair of the row's nodes, op and "
           "forced algorithm), the model's mean |error| % on them against kind80, the 80th percentile of their kind's cross-source file-pair medians; a source "
-          "spanning two kinds is judged per kind. The pairs are all_reduce at NCCL's choice, all but one at 2 nodes: only such rows are judged")
+          "spanning two kinds is judged per kind. The pairs are all_reduce at NCCL's choice, all but one at 2 nodes: only such rows are judged. A source "
+          "mixing * files and others is two parts (' [* files]', ' [other files]'), each with its own multi-node rows and their held-out mean |error| %")
     outside = [v for v in table if v.held_out_pct > TARGET_PCT]
     single = sorted(s for s in set(held) - {v.source for v in table} if held[s][1] > TARGET_PCT)
-    print(f"\n### the {len(outside) + len(single)} sources outside {TARGET_PCT:.0f}% (held-out), by verdict")
-    base = {v.source: v.verdict.split(";")[0] for v in table}     # the verdict's class; its qualifiers beside the name
-    for verdict in sorted({base[v.source] for v in outside}):
-        names = [f"{v.source} ({v.held_out_pct:.1f}%{v.verdict[len(verdict):]}{REVISED.get(v.source, '')})"
-                 for v in outside if base[v.source] == verdict]
+    print(f"\n### the {len(outside) + len(single)} sources (a mixed source's parts apart) outside {TARGET_PCT:.0f}% (held-out), by verdict")
+    base = {v.name: v.verdict.split(";")[0] for v in table}     # the verdict's class; its qualifiers beside the name
+    for verdict in sorted({base[v.name] for v in outside}):
+        names = [f"{v.name} ({v.held_out_pct:.1f}%{v.verdict[len(verdict):]}{REVISED.get(v.name, '')})"
+                 for v in outside if base[v.name] == verdict]
         print(f"  {verdict} ({len(names)}): {', '.join(names)}")
     if single:
         print(f"  not told: one node only ({len(single)}): {', '.join(single)}")
@@ -373,8 +295,8 @@ def main() -> None:
           f"p80 {p80:.1f}%, max {top:.1f}%), an assumption that their kinds and shapes spread as those do: "
           f"{sum(v.held_out_pct > top for v in untold)} above the max, {sum(v.held_out_pct > p80 for v in untold)} above the p80")
     within = [v for v in table if v.held_out_pct <= TARGET_PCT]
-    print(f"### the {len(within)} multi-node sources within {TARGET_PCT:.0f}%: "
-          + ", ".join(f"{c} {sum(base[v.source] == c for v in within)}" for c in sorted({base[v.source] for v in within})))
+    print(f"### the {len(within)} multi-node sources (parts) within {TARGET_PCT:.0f}%: "
+          + ", ".join(f"{c} {sum(base[v.name] == c for v in within)}" for c in sorted({base[v.name] for v in within})))
     print_regimes(rows, pairs)
 
 

@@ -115,10 +115,10 @@ def test_no_source_outside_the_target_sits_at_its_noise_floor_so_no_collective_r
     from simcluster.trust.noise import FLOOR_VERDICTS
 
     held = {s.source: (s.rows, s.held_out_pct) for s in sources(held_out_systems())}
-    verdicts = {v.source: v for v in study.classify(rows, pairs, held)}
+    verdicts = {v.name: v for v in study.classify(rows, pairs, held)}
     outside = [v for v in verdicts.values() if v.held_out_pct > study.TARGET_PCT]
     assert outside and [v.source for v in outside if v.verdict == "noise floor"] == []
-    notes = verdicts["chris-nccl-notes"]
+    notes = verdicts["chris-nccl-notes [other files]"]
     assert notes.verdict == "model miss" and notes.floor_pct < 5 < 50 < notes.model_paired_pct
     assert not [v for v in FLOOR_VERDICTS if v.regime.startswith("collective")]
 
@@ -150,7 +150,7 @@ AG8 = (8, "all_gather", False, (1 << 30,), None, None, None)
 
 
 def _verdicts(study, rows, held):
-    return {v.source: v for v in study.classify(rows, study.pairs_of(rows), held)}
+    return {v.name: v for v in study.classify(rows, study.pairs_of(rows), held)}
 
 
 def test_classify_on_synthetic_rows_reaches_each_verdict(study):
@@ -200,12 +200,17 @@ def test_a_source_of_two_kinds_is_judged_per_kind(study):
 def test_a_source_mixing_a_slow_cluster_file_is_judged_on_its_other_rows_only(study):
     """Cold review B53 item 1 (mendB53): source m has a * file (a slow cluster, 20 GB/s, the model 70% off) and a file
     of another shape; the * row is neither paired with a, b, c nor judged, so m's verdict comes from its other row alone
-    (not "model miss" on the slow cluster's distance from the healthy sources), and m is not an outlier source."""
+    (not "model miss" on the slow cluster's distance from the healthy sources), and m is not an outlier source.
+    Cold review B55 item 3 (mendB55): m is printed as two parts, each with its own rows and figure: the * part's 70%
+    never labels the other part's verdict (m's whole-source 41% did before)."""
     rows = [_synthetic(study, s, f"f{s}", K, AR2, 100.0 + 2 * i, 1.0) for i, s in enumerate("abc")]
     rows += [_synthetic(study, "m", "fm1", K, AR2, 20.0, 70.0, outlier=True), _synthetic(study, "m", "fm2", K, AG8, 80.0, 12.0)]
-    v = _verdicts(study, rows, {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "m": (2, 41.0)})["m"]
-    assert (v.paired, v.floor_pct, v.rest, v.outlier) == (0, None, 1, False)
+    both = _verdicts(study, rows, {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "m": (2, 41.0)})
+    assert "m" not in both
+    v, slow = both["m [other files]"], both["m [* files]"]
+    assert (v.paired, v.floor_pct, v.rest, v.outlier, v.rows, v.held_out_pct) == (0, None, 1, False, 1, 12.0)
     assert v.verdict == "not told: no pair of its rows' shape (nodes, op)"
+    assert (slow.rows, slow.held_out_pct, slow.verdict) == (1, 70.0, "outlier / slow cluster (held-out *): not judged")
     alone = _verdicts(study, rows[:4], {"a": (1, 1.0), "b": (1, 1.0), "c": (1, 1.0), "m": (1, 70.0)})["m"]
     assert alone.verdict == "outlier / slow cluster (held-out *): not judged"
 
@@ -222,3 +227,11 @@ def test_the_not_blind_rows_are_shown_beside_the_figures_without_them(capsys):
     with_, without = (int(line.split(" rows: ")[0].rsplit(" ", 1)[1]) for line in out.splitlines() if " rows: mean" in line)
     assert with_ - without == 18 == sum(1 for r in load_script("studies/fabnoise52.py").collect()
                                         if r.file in mod.NOT_BLIND)
+
+
+def test_the_best_of_two_files_are_files_the_study_reads(study, rows):
+    """Cold review B55 item 1 (mendB55): the files whose busbw is the better of out-of-place and in-place (marked + in
+    part 1) name files the study reads, and each says so in its notes."""
+    assert set(study.BEST_OF_TWO) <= {r.file for r in rows}
+    for name in study.BEST_OF_TWO:
+        assert "best of" in (ROOT / "calibration" / "published" / f"{name}.yaml").read_text().lower()

@@ -133,3 +133,32 @@ def test_refusing_the_cudnn_form_before_the_first_import_leaves_the_flash_ratio_
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "2048"
+
+
+def test_a_missing_or_broken_backends_file_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """Cold review B55 item 11 (mendB55): a tree without the attention-backends bundle (git archive of simcluster /
+    models / scenarios only) ended `simcluster run` on an FSDP scenario in a FileNotFoundError traceback; now each broken
+    state is one SimclusterError line naming the file and what was expected, and the CLI prints it as one line."""
+    from simcluster import cli
+    from simcluster.errors import SimclusterError
+
+    stdout = tmp_path / "gpu-micro" / "gpu-micro" / "stdout.txt"
+    with pytest.raises(SimclusterError) as missing:
+        ak.backend_rows(tmp_path)
+    stdout.parent.mkdir(parents=True)
+    for text, why in (("no document here\n", "no attention_backends records"), ('{"gpu": "h200"}\n', "no attention_backends"),
+                      ('{"attention_backends": [\n', "JSONDecodeError")):
+        stdout.write_text(text)
+        with pytest.raises(SimclusterError) as broken:
+            ak.backend_rows(tmp_path)
+        assert why in str(broken.value) and str(stdout) in str(broken.value) and "\n" not in str(broken.value)
+    assert str(missing.value).startswith(str(stdout)) and "FileNotFoundError" in str(missing.value)
+    assert "attention-backends" in str(missing.value) and "\n" not in str(missing.value)
+    monkeypatch.setattr(ak.backend_rows, "__defaults__", (tmp_path / "absent",))
+    ak.fa2_ratios.cache_clear()
+    try:
+        code = cli.main(["run", "--json", str(Path(__file__).resolve().parents[1] / "scenarios" / "llm" / "fsdp-hsdp-7b.yaml")])
+    finally:
+        ak.fa2_ratios.cache_clear()
+    err = capsys.readouterr().err
+    assert code != 0 and len(err.strip().splitlines()) == 1 and str(tmp_path / "absent") in err, err

@@ -180,3 +180,24 @@ def test_bad_bundle_is_one_line(tmp_path, capsys):
     assert script.main([str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "registered.yaml: missing" in err and len(err.splitlines()) == 1
+
+
+def test_the_registered_term_prices_as_at_its_registration():
+    """Cold review B55 item 6 (mendB55): house55 edited the file rule-moeterm54's registered.yaml names as `term`
+    (moe_host_floor.py: the switched_on context manager only). The floor's effect with enable() at the registered ratio on
+    _layer()'s synthetic layer (no published row), pinned to the values the same code gives at the registration commit
+    e0b56d4f (computed there by mendB55: extra_s (2.6027, 4.2868) ms a pass; the chunk tasks' host +5.9816 / +9.8520 ms)."""
+    model, par, batch, gpu = _layer()
+    off = _build(model, par, batch, gpu, MEGATRON)
+    moe_host_floor.enable()
+    try:
+        on = _build(model, par, batch, gpu, MEGATRON)
+        fwd, bwd = compiled.layer_ops(model, par, batch, MEGATRON)
+        c = ops.ops_time_s(gpu, fwd, "bf16") + ops.ops_time_s(gpu, bwd, "bf16")
+        extra = moe_host_floor.extra_s(gpu, fwd, bwd, "bf16", MEGATRON, c, 0.0)
+    finally:
+        moe_host_floor.disable()
+    assert extra == pytest.approx((0.0026026812904012112, 0.00428676918419023), rel=1e-12)
+    moved = [on.stages[0].forward[0].parts["host"] - off.stages[0].forward[0].parts["host"],
+             on.stages[0].backward[0].parts["host"] - off.stages[0].backward[0].parts["host"]]
+    assert moved == pytest.approx([0.005981578937261233, 0.009852012367253794], rel=1e-12)

@@ -3,7 +3,7 @@ or compiled (torch.compile per decoder layer, as llm-step --compile). Device-sid
 
     python3 calibration/h200x1-llm-diag-2026-11-29/memdiag.py --preset 1b --shape 2048:2 [--compile] > mem-1b-compile.json
 
-The model, optimizer and per-block compile are the runner's own (simcluster.runner.llm_step.build,
+The model, optimizer and per-block compile are the runner's own (simcluster.runner.llm_step.build, since session 55 in llm_decoder.py,
 llm_compile.compile_layers), amp precision, fused AdamW. Warm-up steps (the first compiles), then two recorded steps:
  - `markers` step: torch.cuda.memory_allocated at step start, before / after every block's forward, at forward end (loss),
    after backward, after the optimizer, after zero_grad; max_memory_allocated of the forward and of the backward apart;
@@ -91,7 +91,8 @@ def frame_label(frames: list[dict], size: int, sizes: dict) -> str:
     """What an allocation is: the innermost frame in the runner's model code, the compiled wrapper (torchinductor output
     code) or this script, with its source line; else the innermost python frame; with no python frame (the autograd
     engine's C++ backward) its size, and the parameter class whose fp32 size it matches (a gradient, likely)."""
-    pick = [f for f in frames if any(k in f.get("filename", "") for k in ("llm_step.py", "torchinductor", "memdiag.py"))]
+    # llm_decoder.py: the model's forward (build) since session 55 house55 moved it out of llm_step.py (mendB55, cold review B55 item 8)
+    pick = [f for f in frames if any(k in f.get("filename", "") for k in ("llm_step.py", "llm_decoder.py", "torchinductor", "memdiag.py"))]
     f = (pick or frames or [{}])[0]
     if not f:
         return f"(no python frame: C++ / autograd engine) {size / MIB:.2f} MiB" + (f", the size of {sizes[size]}" if size in sizes else "")

@@ -59,6 +59,7 @@ from functools import cache
 from pathlib import Path
 from typing import ClassVar
 
+from simcluster.errors import SimclusterError
 from simcluster.hardware.gpu import GpuParams, load_gpu, table_at
 from simcluster.llm import cudnn_schedule, flash_schedule
 
@@ -73,12 +74,19 @@ MIN_SEQ = cudnn_schedule.FLOOR_SEQ
 
 
 def backend_rows(bundle: Path = BUNDLE) -> list[dict]:
-    """The gpu-micro document's attention_backends records (ValueError naming the file when it has none)."""
+    """The gpu-micro document's attention_backends records; a one-line SimclusterError naming the file when it is missing
+    or unreadable, holds no JSON document, or has no such records (review B55 item 11: a missing calibration file was a
+    traceback at prediction time)."""
     path = bundle / "gpu-micro" / "gpu-micro" / "stdout.txt"
-    text = path.read_text()
-    rows = json.loads(text[text.find("{"):]).get("attention_backends") or []
-    if not rows:
-        raise ValueError(f"{path}: no attention_backends records (gpu-micro --sections attention-backends)")
+    expected = "the attention-backends device run's gpu-micro JSON document (gpu-micro --sections attention-backends)"
+    try:
+        text = path.read_text()
+        document = json.loads(text[text.find("{"):]) if "{" in text else None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SimclusterError(f"cannot read it ({type(exc).__name__}); expected {expected}", where=str(path)) from None
+    rows = document.get("attention_backends") if isinstance(document, dict) else None
+    if not rows or not isinstance(rows, list):
+        raise SimclusterError(f"no attention_backends records; expected {expected}", where=str(path))
     return rows
 
 
