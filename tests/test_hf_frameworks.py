@@ -130,3 +130,14 @@ def test_an_answer_under_them_says_what_is_not_priced(h100):
     r = _step(HF_DEEPSPEED, ParallelSpec(dp=128, zero=3), model=LLAMA3_8B, machine=h100)
     assert any("not priced: the host time of their hooks" in c for c in r.caveats)
     assert not any("Hugging Face" in c for c in _step(FMS_FSDP, ParallelSpec(dp=128, zero=3), machine=h100).caveats)
+
+
+@pytest.mark.parametrize("name", ["hf-deepspeed", "hf-deepspeed-overlap", "hf-fsdp1"])
+def test_fp8_is_refused_at_the_precision_key(name, h100):
+    """The Trainer frameworks are bf16 only (no fp8 GEMM path priced: cold review C55 item 6): fp8 is refused in one
+    line at `precision`, through check_framework and through predict_llm; bf16 passes."""
+    par = ParallelSpec(dp=8, zero=3)
+    check_framework(par, FRAMEWORKS[name], "bf16")
+    with pytest.raises(LlmConfigError) as e:
+        _step(FRAMEWORKS[name], par, BatchSpec(64, 1, "fp8"), machine=h100)
+    assert e.value.key == "precision" and "fp8" in str(e.value) and "\n" not in str(e.value)
