@@ -141,3 +141,13 @@ def test_fp8_is_refused_at_the_precision_key(name, h100):
     with pytest.raises(LlmConfigError) as e:
         _step(FRAMEWORKS[name], par, BatchSpec(64, 1, "fp8"), machine=h100)
     assert e.value.key == "precision" and "fp8" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_caveat_names_each_frameworks_hooks_and_its_evidence():
+    """Cold review C55 item 7: FSDP1's answer names FSDP1's hooks (not DeepSpeed's), every answer quotes the two held-out
+    errors, and only the overlap_comm-false variant says it has no held-out row."""
+    from simcluster.llm.caveats import hf_trainer
+    fsdp1, ds, dso = (hf_trainer(n) for n in ("hf-fsdp1", "hf-deepspeed", "hf-deepspeed-overlap"))
+    assert "FSDP1's" in fsdp1 and "DeepSpeed ZeRO-3 fetches" not in fsdp1
+    assert all("+8.2%" in t and "+10.1%" in t for t in (fsdp1, ds, dso))
+    assert "no held-out row" in ds and "no held-out row" not in dso + fsdp1
