@@ -1,6 +1,7 @@
 """The Hugging Face Trainer frameworks (llm/framework.HF_DEEPSPEED, HF_DEEPSPEED_OVERLAP, HF_FSDP1; session 55 hfds55):
-DeepSpeed's overlap_comm false puts every data-parallel collective on the compute stream (llm/dp_beside.py), ZeRO-3 under
-DeepSpeed gathers and reduces module by module (one call per weight matrix), the refusals at their keys, the family."""
+DeepSpeed's overlap_comm false puts the data-parallel reductions on the compute stream while ZeRO-3's gathers stay beside
+it, prefetched (llm/dp_beside.py; mendC55), ZeRO-3 under DeepSpeed gathers and reduces module by module (one call per
+weight matrix), the refusals at their keys (fp8 too), the caveat, the family."""
 
 from __future__ import annotations
 
