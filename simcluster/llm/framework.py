@@ -172,8 +172,8 @@ class FrameworkSpec:
     moe_router_fusion: bool = True    # False: Megatron-Core's unfused router, priced from its measurement (llm/moe_router_unfused.py)
     zero3_module_calls: bool = False  # ZeRO-3's gathers and reduce-scatters one call per weight matrix, not one per layer (DeepSpeed's
                                       # per-submodule fetch; llm/dp_beside.calls_per_layer)
-    dp_on_compute_stream: bool = False  # every data-parallel collective on the compute stream, in series with it (DeepSpeed's
-                                        # overlap_comm false; llm/dp_beside.py)
+    dp_on_compute_stream: bool = False  # the data-parallel reductions on the compute stream, in series with it; ZeRO-3's gathers
+                                        # stay beside it, prefetched (DeepSpeed's overlap_comm false; llm/dp_beside.py)
 
     @property
     def stash_residual_bytes(self) -> int:
@@ -357,12 +357,14 @@ HF_LLAMA = dict(fused_qkv=False, eager=True, persistent_grads=False, residual_by
 # ZeRO-3 fetches module by module (zero3_module_calls: the Trainer's 'auto' stage3_prefetch_bucket_size 0.9 h^2 and
 # reduce_bucket_size h^2, accelerate v1.2.0 accelerator.py L1803, let about one matrix per call); ZeRO-2's reduction waited
 # for after each micro-batch (zero2_wait). overlap_comm false (DeepSpeed's default for stages 1-2, LLaMA-Factory's
-# examples/deepspeed files for 2 and 3): every collective on the compute stream (dp_on_compute_stream; llm/dp_beside.py).
+# examples/deepspeed files for 2 and 3): the reductions on the compute stream (dp_on_compute_stream; llm/dp_beside.py); ZeRO-3's
+# gathers async and prefetched beside the compute whatever overlap_comm says, at the card's comm_overlap (comm_interference).
 HF_DEEPSPEED = FrameworkSpec("hf-deepspeed", param_bytes=2.0, grad_bytes=2.0, state_bytes=12.0, adam_bytes=44.0, grad_accumulate_bytes=4.0,
-                             bucket_params=500_000_000, zero2_wait=True, zero3_module_calls=True, dp_on_compute_stream=True, **HF_LLAMA)
+                             bucket_params=500_000_000, zero2_wait=True, zero3_module_calls=True, dp_on_compute_stream=True,
+                             comm_interference=True, **HF_LLAMA)
 # ... with overlap_comm true (DeepSpeed's stage-3 default, config.py L353; transformers' documented ds_config examples): the
 # collectives on their own streams beside compute at the card's comm_overlap, as the FSDP trainers'.
-HF_DEEPSPEED_OVERLAP = replace(HF_DEEPSPEED, name="hf-deepspeed-overlap", dp_on_compute_stream=False, comm_interference=True)
+HF_DEEPSPEED_OVERLAP = replace(HF_DEEPSPEED, name="hf-deepspeed-overlap", dp_on_compute_stream=False)
 # accelerate's FSDP1 under the Trainer (accelerate v1.2.0 utils/dataclasses.py): FULL_SHARD (L1409) or HYBRID_SHARD, one unit
 # per LlamaDecoderLayer (TRANSFORMER_BASED_WRAP), MixedPrecision(param_dtype = reduce_dtype = bf16) (L1793: bf16 gathers and
 # reduce_scatters of the unsharded bf16 gradient, no up-cast), the fp32 flat shard, its fp32 gradient and AdamW moments: the

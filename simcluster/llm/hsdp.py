@@ -46,7 +46,7 @@ class Zero3Calls:
     scatter_s: float         # reduce_scatters of the gradients
     replica_s: float = 0.0   # HSDP: all_reduces of the gradient shards over the replica group
     layers: int = 1          # calls of each: the layers, or their weight matrices (llm/dp_beside.calls_per_layer)
-    serial: bool = False     # issued on the compute stream (FrameworkSpec.dp_on_compute_stream; llm/dp_beside.py)
+    serial: bool = False     # reduce_scatters on the compute stream, gathers still beside it (FrameworkSpec.dp_on_compute_stream; llm/dp_beside.py)
 
     def backward_streams(self) -> list[tuple[float, float]]:
         """(start lag, communication seconds) of each stream beside the backward: the shard group's gathers and
@@ -67,9 +67,11 @@ class Zero3Calls:
     def backward_dp_s(self, compute_s: float, gpu, fw: FrameworkSpec) -> float:
         """The backward's exposed data-parallel seconds beside `compute_s` of compute (overlap.beside: compute lost,
         span): what every NCCL kernel beside it costs the compute, the streams' excess over the compute, and one layer's
-        gather ahead. Serial (on the compute stream, FrameworkSpec.dp_on_compute_stream): every call's whole time."""
+        gather ahead. Serial (FrameworkSpec.dp_on_compute_stream): the gathers beside the compute as unserial, and every
+        reduce_scatter's whole time on the compute stream after it (DeepSpeed's async prefetched gathers; llm/dp_beside.py)."""
         if self.serial:
-            return self.backward_total_s
+            slow, span = beside(compute_s, self.gather_s, gpu, fw)
+            return slow + max(0.0, span - compute_s - slow) + self.gather_s / self.layers + self.scatter_s
         slow = beside(compute_s, self.backward_total_s, gpu, fw)[0]
         span = max(lag + beside(compute_s, c_s, gpu, fw)[1] for lag, c_s in self.backward_streams())
         return slow + max(0.0, span - compute_s - slow) + self.gather_s / self.layers

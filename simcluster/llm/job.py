@@ -166,7 +166,7 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
             r.fail(f"{fk}.host", f"framework {name} is never host-bound in the model (its host cost is 0); host costs are "
                    "measured for framework torch", hint="name: torch, or remove host")
         try:
-            check_framework(par, FRAMEWORKS[name])
+            check_framework(par, FRAMEWORKS[name], precision)
         except LlmConfigError as exc:
             r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
         return name, {}

@@ -114,7 +114,7 @@ def predict_llm(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, gpu
     speed spread behind the stragglers term, `os_jitter_s` the hosts' mean OS jitter per step behind the os_jitter
     term (llm/scaleout.py; None: their shipped defaults)."""
     check(model, par, batch, gpus)
-    check_framework(par, framework)
+    check_framework(par, framework, batch.precision)
     check_model_framework(model, framework)
     eager_ac.check_op(model, par)
     gpu = attention_kernels.for_kernel(gpu, framework.attention_kernel)   # the framework's own attention kernel

@@ -79,7 +79,7 @@ def check_model_framework(model: TransformerSpec, framework: FrameworkSpec) -> N
                              "s x s scores: a sliding window is not modelled there", hint="use framework megatron (flash attention)")
 
 
-def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
+def check_framework(par: ParallelSpec, framework: FrameworkSpec, precision: str | None = None) -> None:
     """A parallel setting the framework's code does not have is refused, not ignored. Context parallelism in an eager
     framework other than torch's (torchtitan-fsdp2, composer-fsdp, fms-fsdp) would be priced by Megatron's ring model
     (ops._attention_core), not its code; llm/torch_cp.py prices torch's context_parallel with DDP over dp x cp, and
@@ -107,7 +107,7 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
                              hint="moe_dispatcher: alltoall and moe_a2a_overlap: false, or framework: megatron")
     grad_sync.check(par, framework.eager, framework.name)
     if framework.name.startswith("hf-"):
-        _check_hf(par, framework)
+        _check_hf(par, framework, precision)
     if par.shard < par.dp and not framework.hybrid_shard:
         raise LlmConfigError("parallel.dp_shard", f"framework {framework.name}: HSDP (shard inside a group, replicate across) "
                              "is modelled for the FSDP trainers only (DeepSpeed's ZeRO++ hpZ and Megatron's partial distributed "
@@ -123,10 +123,15 @@ def check_framework(par: ParallelSpec, framework: FrameworkSpec) -> None:
                              "optimizer step (its code has no --overlap-param-gather)", hint="set it false or null")
 
 
-def _check_hf(par: ParallelSpec, framework: FrameworkSpec) -> None:
+def _check_hf(par: ParallelSpec, framework: FrameworkSpec, precision: str | None) -> None:
     """The Hugging Face Trainer's DeepSpeed and FSDP1 integrations (framework.HF_DEEPSPEED, HF_FSDP1) shard over data
     parallelism only; DeepSpeed runs ZeRO 1, 2 or 3 and reduces every micro-batch under 2 and 3 (its engine's no_sync
-    refuses gradient partitioning); accelerate's FSDP1 is SHARD_GRAD_OP (zero 2) or FULL_SHARD / HYBRID_SHARD (zero 3)."""
+    refuses gradient partitioning); accelerate's FSDP1 is SHARD_GRAD_OP (zero 2) or FULL_SHARD / HYBRID_SHARD (zero 3).
+    bf16 only: transformers' Llama has no fp8 GEMM path without accelerate's TE / MS-AMP integration, which the specs do
+    not model (cold review C55 item 6)."""
+    if precision is not None and precision != "bf16":
+        raise LlmConfigError("precision", f"framework {framework.name}: the Hugging Face Trainer frameworks are modelled in "
+                             f"bf16 only (no fp8 GEMM path priced), got precision {precision}", hint="precision: bf16")
     for key, value in (("tp", par.tp), ("pp", par.pp), ("cp", par.cp), ("ep", par.ep)):
         if value > 1:
             raise LlmConfigError(f"parallel.{key}", f"framework {framework.name}: the Hugging Face Trainer's DeepSpeed / FSDP "
