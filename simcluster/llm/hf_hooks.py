@@ -20,7 +20,7 @@ Valid range: the device VM's host (one H200 lease's host; the fit (c, a) and h f
 (FSDP1 ran NO_SHARD); at dp > 1 FULL_SHARD's all-gathers / reduce-scatters and their re-gathers add host work not in h
 (a lower bound there), DeepSpeed's collectives likewise. The head's and embedding's kernels take the same per-kernel cost
 (a small over-count: ~3 of ~80 kernels a layer). A held-out check: calibration/h200x1-hfhook55-2026-12-01
-(validation/hfhook55.py, RULE TERM)."""
+(validation/hfhook55.py, RULE TERM HOLDS: on 14.7% mean |error|, every row fast or equal, off 82.4%; kept OFF, llm.md)."""
 
 from __future__ import annotations
 
