@@ -167,3 +167,16 @@ def test_one_line_refusals(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         script.main(["--bogus"])
     assert exc.value.code == 2 and len(capsys.readouterr().err.splitlines()) == 1
+
+
+def test_the_frozen_band_code_is_unchanged_or_the_rule_is_never_judged():
+    """Final read 55 (the freeze trap): revision 2 froze trust/sourceband.py, band.py and table.py by sha256; an edit to any
+    of them -- a comment included -- turns the rule's read-out NOT JUDGED for good. This fails at the edit, not later when
+    the new sources arrive: before changing a frozen file, make a revision 3 while no new source exists (the README's
+    REGISTERED REVISION 2), or record there that the rule is given up."""
+    import hashlib
+
+    frozen = yaml.safe_load((BUNDLE / "registered.yaml").read_text())["frozen"]
+    changed = [p for p, sha in frozen.items() if hashlib.sha256((ROOT / p).read_bytes()).hexdigest() != sha]
+    assert not changed, (f"{', '.join(changed)} changed since calibration/rule-band55-2026-12-01 froze it: that rule can no "
+                         "longer be judged; register a revision 3 first (its README) or record the rule as given up")

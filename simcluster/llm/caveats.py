@@ -107,20 +107,26 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
 
 HF_TRAINER = ("framework {framework}: Hugging Face transformers' Llama under the Trainer's DeepSpeed ZeRO / accelerate FSDP1, "
               "written from their code (docs/models/llm.md 'Hugging Face trainers'); not priced: the host time of their "
-              "hooks ({hooks}) and the loss's shifted-logits copy (transformers < 4.46): take the step as optimistic. Held out "
+              "hooks ({hooks}; measured on one H200 host at one rank: {hook_size} of host issue a decoder layer a step, "
+              "the priced step 53-95% below the measured one at those small shapes, calibration/h200x1-hfdev55-2026-12-01 and "
+              "h200x1-hfhook55-2026-12-01; unmeasured at dp > 1) and the loss's shifted-logits copy (transformers "
+              "< 4.46): take the step as optimistic. Held out "
               "on 2 published rows only, one node of 4 A100 80GB (Granite 7B; recompute, seq and the card inferred, not "
               "printed): hf-fsdp1 +8.2% and hf-deepspeed-overlap +10.1% fast{serial}")
 HF_HOOKS = {"hf-fsdp1": "FSDP1's pre- and post-forward / backward hooks on each decoder-layer unit and its flat-parameter "
                         "views",
             "hf-deepspeed": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks",
             "hf-deepspeed-overlap": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks"}
+HF_HOOK_SIZE = {"hf-fsdp1": "2.3-4.6 ms", "hf-deepspeed": "11-18 ms (host waits on the GPU's prefetch included)",
+                "hf-deepspeed-overlap": "11-18 ms (host waits on the GPU's prefetch included)"}
 HF_SERIAL = ("; hf-deepspeed (overlap_comm false) has no held-out row: its reductions on the compute stream and its ZeRO-3 "
              "gathers beside the compute (async, prefetched) are read from DeepSpeed v0.16.4's code, unmeasured")
 
 
 def hf_trainer(name: str) -> str:
     """HF_TRAINER for one framework: its own hooks, and the overlap_comm-false variant's missing evidence."""
-    return HF_TRAINER.format(framework=name, hooks=HF_HOOKS[name], serial=HF_SERIAL if name == "hf-deepspeed" else "")
+    return HF_TRAINER.format(framework=name, hooks=HF_HOOKS[name], hook_size=HF_HOOK_SIZE[name],
+                             serial=HF_SERIAL if name == "hf-deepspeed" else "")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
                  "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated, their host and loss unmeasured). "
