@@ -60,7 +60,8 @@ READOUTS = [("validation/llm_compile2.py", "h200x1-llm-compile2-2026-11-29"),
             ("validation/moe54c.py", "h200x1-moe54c-2026-12-01"),   # no model-now column: byte for byte
             ("validation/band55.py", "rule-band55-2026-12-01"),   # session 55's rule: from runs/error_bands.json, byte for byte
             ("validation/hfdev55.py", "h200x1-hfdev55-2026-12-01"),   # session 55's one-GPU HF trainer set: registered prices
-            ("validation/hfhook55.py", "h200x1-hfhook55-2026-12-01")]   # session 55's HF hook term's held-out set: likewise
+            ("validation/hfhook55.py", "h200x1-hfhook55-2026-12-01"),   # session 55's HF hook term's held-out set: likewise
+            ("validation/hfhook55.py", "h200x1-hfhook55r-2026-12-01")]   # its repeat on a second lease (noise): likewise
 
 
 def _has_commit(bundle) -> bool:
@@ -90,7 +91,7 @@ def test_a_registered_read_out_prints_its_committed_readout(script, folder, caps
     if folder.startswith(("h200x2-", "h200x4-tp4-", "h200x4-tp4b-", "h200x1-hb49-", "h200x1-mcrouter50-",
                              "h200x1-mcperm50-", "h200x1-lab1x51-", "h200x1-lab1x52-", "h200x1-lseq52-", "h200x1-moonrouter52-",
                              "h200x1-moe54-", "h200x1-moe54c-", "rule-band55-", "h200x1-hfdev55-",
-                             "h200x1-hfhook55-")):
+                             "h200x1-hfhook55-", "h200x1-hfhook55r-")):
         assert "model now" not in committed and printed == committed
     elif folder.startswith("h200x4-moegemm-"):   # its 'after' (term on), loop and RULE figures are today's model
         part = load_script(script).registered_part   # (finalB48 item 3): the registered 'before' and measured lines
