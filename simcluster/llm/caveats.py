@@ -106,27 +106,34 @@ COMPILED_STEP = ("torch.compile: held out on two leases (nine new shapes, calibr
                  "default mode only (docs/models/llm.md)")
 
 HF_TRAINER = ("framework {framework}: Hugging Face transformers' Llama under the Trainer's DeepSpeed ZeRO / accelerate FSDP1, "
-              "written from their code (docs/models/llm.md 'Hugging Face trainers'); not priced: the host time of their "
-              "hooks ({hooks}; measured on one H200 host at one rank: {hook_size} of host issue a decoder layer a step, "
-              "the priced step 53-95% below the measured one at those small shapes, calibration/h200x1-hfdev55-2026-12-01 and "
-              "h200x1-hfhook55-2026-12-01; unmeasured at dp > 1) and the loss's shifted-logits copy (transformers "
-              "< 4.46): take the step as optimistic. Held out "
+              "written from their code (docs/models/llm.md 'Hugging Face trainers'); {hooks_line} the loss's "
+              "shifted-logits copy (transformers < 4.46): take the step as optimistic. Held out "
               "on 2 published rows only, one node of 4 A100 80GB (Granite 7B; recompute, seq and the card inferred, not "
               "printed): hf-fsdp1 +8.2% and hf-deepspeed-overlap +10.1% fast{serial}")
 HF_HOOKS = {"hf-fsdp1": "FSDP1's pre- and post-forward / backward hooks on each decoder-layer unit and its flat-parameter "
                         "views",
             "hf-deepspeed": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks",
             "hf-deepspeed-overlap": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks"}
+HF_HOOKS_UNPRICED = ("not priced: the host time of their hooks ({hooks}; measured on one H200 host at one rank: {hook_size} "
+                     "of host issue a decoder layer a step, the priced step 53-95% below the measured one at those small "
+                     "shapes, calibration/h200x1-hfdev55-2026-12-01 and h200x1-hfhook55-2026-12-01; unmeasured at dp > 1; "
+                     "framework: {{name: {framework}, host: <folder>}} prices them) and")
+HF_HOOKS_PRICED = ("the host time of their hooks ({hooks}) priced on framework.host's single fit plus a hook time a layer "
+                   "measured at one rank (llm/hf_hooks.py; held out on one H200 at 0.2-1.9B: 14.7% and, on a second lease, "
+                   "11.1% mean |error| over 12 rows, 21 of the 24 readings fast, the lease-to-lease noise of a row ~15%; "
+                   "at dp > 1 the sharded gathers add host work it lacks: a lower bound there); not priced:")
 HF_HOOK_SIZE = {"hf-fsdp1": "2.3-4.6 ms", "hf-deepspeed": "11-18 ms (host waits on the GPU's prefetch included)",
                 "hf-deepspeed-overlap": "11-18 ms (host waits on the GPU's prefetch included)"}
 HF_SERIAL = ("; hf-deepspeed (overlap_comm false) has no held-out row: its reductions on the compute stream and its ZeRO-3 "
              "gathers beside the compute (async, prefetched) are read from DeepSpeed v0.16.4's code, unmeasured")
 
 
-def hf_trainer(name: str) -> str:
-    """HF_TRAINER for one framework: its own hooks, and the overlap_comm-false variant's missing evidence."""
-    return HF_TRAINER.format(framework=name, hooks=HF_HOOKS[name], hook_size=HF_HOOK_SIZE[name],
-                             serial=HF_SERIAL if name == "hf-deepspeed" else "")
+def hf_trainer(name: str, hooks_priced: bool = False) -> str:
+    """HF_TRAINER for one framework: its own hooks, priced (a framework.host folder: llm/hf_hooks.with_hooks) or not with
+    their measured size, and the overlap_comm-false variant's missing evidence."""
+    line = (HF_HOOKS_PRICED if hooks_priced else HF_HOOKS_UNPRICED).format(hooks=HF_HOOKS[name], hook_size=HF_HOOK_SIZE[name],
+                                                                          framework=name)
+    return HF_TRAINER.format(framework=name, hooks_line=line, serial=HF_SERIAL if name == "hf-deepspeed" else "")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
                  "trainer's (fms-fsdp-compile, kempnerforge-fsdp2-compile: extrapolated, their host and loss unmeasured). "
@@ -248,7 +255,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.bf16_param_block and par.recompute != "none":
         out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
     if framework_family(framework.name) == "Hugging Face Trainer":
-        out.append(hf_trainer(framework.name))
+        out.append(hf_trainer(framework.name, host_bound.prices_host(framework)))
     if framework.compiled:
         out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else "") + (COMPILED_CKPT if par.recompute == "full" else ""))
     if framework.torch_cp and par.cp > 1:

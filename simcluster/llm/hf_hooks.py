@@ -1,6 +1,9 @@
-"""The Hugging Face trainers' hook host time (session 55, hfhook55; issue 44): OFF. Nothing in the product calls enable();
-with it off no predicted number moves (docs/models/llm.md "Hugging Face trainers: the hooks' host time (OFF)"; llm-findings
-"Session 55: hfhook55").
+"""The Hugging Face trainers' hook host time (session 55, hfhook55; issue 44). In the product through a scenario's
+`framework: {name: hf-fsdp1 | hf-deepspeed | hf-deepspeed-overlap, host: FOLDER}` (llm/job.py: with_hooks, the folder's
+`single` fit), as framework torch prices its host only where `host:` names a folder; without it the HF frameworks price
+no host, as before. The module switch (enable / switched_on / priced) stays OFF: it is the registered read-outs' what-if
+(validation/hfhook55.py), nothing in the product calls enable() (docs/models/llm.md "Hugging Face trainers: the hooks'
+host time"; llm-findings "Session 55: hfhook55").
 
 `hf-fsdp1`, `hf-deepspeed` and `hf-deepspeed-overlap` price no host (FrameworkSpec.host_kernel_s 0: P == P_gpu). Switched
 on, priced() gives such a framework the host issue of an eager step (llm/host.py, llm/work._host_bound), per decoder layer
@@ -80,9 +83,16 @@ def layer_issue_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
 
 def priced(fw: FrameworkSpec, model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
            hosts: dict[str, tuple[float, float, int]]) -> FrameworkSpec:
-    """fw with the term's host costs where applies(fw), else fw itself. `hosts`: eager.fit_modes' fits, with HOST_MODE's."""
-    if not applies(fw):
-        return fw
+    """fw with the term's host costs where applies(fw) (the switch on), else fw itself. `hosts`: eager.fit_modes' fits."""
+    return with_hooks(fw, model, par, batch, hosts) if applies(fw) else fw
+
+
+def with_hooks(fw: FrameworkSpec, model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
+               hosts: dict[str, tuple[float, float, int]]) -> FrameworkSpec:
+    """fw, one of HOOK_S's, with the term's host costs, whatever the switch (a scenario's framework.host: llm/job.py).
+    `hosts`: eager.fit_modes' fits, with HOST_MODE's."""
+    if fw.name not in HOOK_S:
+        raise ValueError(f"the Hugging Face hook term prices {sorted(HOOK_S)}, not {fw.name}")
     if HOST_MODE not in hosts:
         raise ValueError(f"the Hugging Face hook term needs the torch-amp '{HOST_MODE}' host fit; the fits have {sorted(hosts)}")
     c, a = hosts[HOST_MODE][0], hosts[HOST_MODE][1]

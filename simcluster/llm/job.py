@@ -35,10 +35,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
-from simcluster.llm import eager, eager_ac, moe_router_term
+from simcluster.llm import eager, eager_ac, hf_hooks, moe_router_term
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.compiled import check_compiled
-from simcluster.llm.framework import FRAMEWORKS
+from simcluster.llm.framework import FRAMEWORKS, FrameworkSpec
 from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
     FP8_SCALINGS,
@@ -67,7 +67,7 @@ class LlmJob:
     train_tokens: float | None = None
     reliability: Reliability | None = None
     framework: str = "megatron"                          # framework.FRAMEWORKS' name, or "torch" (llm/eager.py)
-    host_costs: tuple = ()                               # torch: (mode, (s per kernel, s per step, shapes)) per mode fitted
+    host_costs: tuple = ()                               # torch, hf-*: (mode, (s per kernel, s per step, shapes)) per mode fitted
     compiled: bool = False                               # torch: {compile: true}, each block under torch.compile
     rope_fusion: bool | None = None                      # framework.rope_fusion (MLA); None: the framework's default
     moe_graphs: bool | None = None                       # framework.moe_graphs (MoE, Transformer Engine); None: captured
@@ -75,13 +75,21 @@ class LlmJob:
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
-        if self.framework == "torch":
-            fw = eager.torch_framework(self.parallel, dict(self.host_costs), self.compiled)
-        else:
-            fw = FRAMEWORKS[self.framework]
+        fw = _framework_spec(self.framework, self.model, self.parallel, self.batch, dict(self.host_costs), self.compiled)
         fw = fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
         fw = fw if self.moe_graphs is None else replace(fw, moe_graphs=self.moe_graphs)
         return fw if self.moe_router_fusion is None else replace(fw, moe_router_fusion=self.moe_router_fusion)
+
+
+def _framework_spec(name: str, model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, hosts: dict,
+                    compiled: bool) -> FrameworkSpec:
+    """The named framework with its host costs where `hosts` has them: torch's from its layout's mode (llm/eager.py), a
+    Hugging Face framework's hooks on the `single` fit (llm/hf_hooks.with_hooks); any other, FRAMEWORKS' own."""
+    if name == "torch":
+        return eager.torch_framework(par, hosts, compiled)
+    if hosts and name in hf_hooks.HOOK_S:
+        return hf_hooks.with_hooks(FRAMEWORKS[name], model, par, batch, hosts)
+    return FRAMEWORKS[name]
 
 
 def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
@@ -112,7 +120,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     framework, hosts = _framework(r, j, job, key, par, precision)
     compiled = isinstance(j.framework, Framework) and bool(j.framework.compile)
     try:   # what the framework's ops cannot run, refused at the job's key
-        fw = eager.torch_framework(par, hosts, compiled) if framework == "torch" else FRAMEWORKS[framework]
+        fw = _framework_spec(framework, model, par, batch, hosts, compiled)
         if fw.compiled:
             check_compiled(model, par, fw)
         check_model_framework(model, fw)
@@ -162,14 +170,16 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
     if name != "torch":
         if doc.get("compile"):
             r.fail(f"{fk}.compile", f"framework {name}: torch.compile is modelled for framework torch", hint="name: torch")
-        if "host" in doc:
+        if "host" in doc and name not in hf_hooks.HOOK_S:
             r.fail(f"{fk}.host", f"framework {name} is never host-bound in the model (its host cost is 0); host costs are "
-                   "measured for framework torch", hint="name: torch, or remove host")
+                   f"measured for framework torch and {', '.join(sorted(hf_hooks.HOOK_S))}", hint="name: torch, or remove host")
         try:
             check_framework(par, FRAMEWORKS[name], precision)
         except LlmConfigError as exc:
             r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
-        return name, {}
+        if "host" not in doc:
+            return name, {}
+        return name, _host_fits(r, doc, fk, hf_hooks.HOST_MODE)
     try:
         eager.mode_of(par)
         mode = eager.host_mode(par)
@@ -180,6 +190,12 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
                hint="precision: bf16")
     if "host" not in doc:
         return name, {}
+    return name, _host_fits(r, doc, fk, "compile" if doc.get("compile") else mode)
+
+
+def _host_fits(r, doc: dict, fk: str, mode: str) -> dict:
+    """The host fits of framework.host's folder (eager.fit_modes), refused at the key where the folder cannot be fitted
+    or has no runs of `mode` (nor of the modes eager.fitted_mode falls back to)."""
     folder = r.existing(doc, fk, "host", "a folder of llm-step runs MODE-L<layers>.json (calibration/h200x2-llm-host-2026-11-23)")
     if not folder.is_dir():
         r.fail(f"{fk}.host", f"{doc['host']!r} is not a folder", hint="a folder of llm-step runs MODE-L<layers>.json")
@@ -187,12 +203,11 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
         hosts = eager.fit_modes(folder)
     except (ValueError, KeyError, TypeError) as exc:
         r.fail(f"{fk}.host", f"cannot fit the host cost: {exc}")
-    mode = eager.fitted_mode(mode, hosts)   # no runs of that mode: its nearest mode's cost (eager.torch_framework)
-    mode = "compile" if doc.get("compile") else mode
+    mode = mode if mode == "compile" else eager.fitted_mode(mode, hosts)   # no runs of that mode: its nearest mode's cost
     if mode not in hosts:
         chain = [mode]                       # the mode, then the fallbacks fitted_mode would have taken (op -> ckpt -> single)
         while chain[-1] in eager.FALLBACK:
             chain.append(eager.FALLBACK[chain[-1]])
         r.fail(f"{fk}.host", f"no {' / '.join(chain)} runs at two or more layer counts in {doc['host']!r} (files "
                f"{', '.join(f'{m}-L<layers>.json' for m in chain)}, or a collect bundle's llm-step/ runs of that mode)")
-    return name, hosts
+    return hosts
