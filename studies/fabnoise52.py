@@ -223,6 +223,11 @@ def _parts(rows: list[Row], held_out: dict[str, tuple[int, float]]):
             yield source, (len(mine), _mean([abs(r.model_pct) for r in mine])) if part else (n, pct), mine, part
 
 
+def file_label(r: Row) -> str:
+    """A row's file as part 1 prints it: * outlier (the held-out check's), ~ approximate, + busbw the best of two columns."""
+    return r.file + ("*" if r.outlier else "") + ("~" if r.approximate else "") + ("+" if r.file in BEST_OF_TWO else "")
+
+
 def _f(x: float | None) -> str:
     return "    -" if x is None else f"{x:5.1f}"
 
@@ -241,7 +246,7 @@ def main() -> None:
     for p in sorted(pairs, key=lambda p: (p.relation, kind_label(p.a.kind), p.a.key[0], p.a.key[1], p.a.key[3], p.a.file, p.b.file)):
         nodes, op, peak, sizes, forced = p.a.key[:5]
         size = "peak" if peak else (f"{sizes[0] >> 20}MiB" if len(sizes) == 1 else f"{len(sizes)} sizes")
-        name = [(r.file + ("*" if r.outlier else "") + ("~" if r.approximate else "") + ("+" if r.file in BEST_OF_TWO else ""))[:38] for r in (p.a, p.b)]
+        name = [file_label(r)[:38] for r in (p.a, p.b)]
         print(f"{kind_label(p.a.kind)[:34]:34s} {nodes:5d} {op:10s} {size:>9s} {(forced or '-')[:5]:5s} {p.relation:17s} "
               f"{name[0]:38s} {p.a.busbw_GBps:7.2f} {name[1]:38s} {p.b.busbw_GBps:7.2f} {p.spread_pct:6.1f}%")
 

@@ -73,12 +73,62 @@ def test_the_product_path_gives_the_registered_term_on_price(row):
     assert _framework_spec(reg["framework"], model, par, batch, {}, False) is FRAMEWORKS[reg["framework"]]
 
 
+ROW_SCENARIO = """\
+name: row
+machine:
+  card: {root}/models/collective/h200x2-primitives.yaml
+  gpus_per_node: 1
+  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
+jobs:
+  - kind: llm_training
+    model: {{layers: {layers}, hidden: {hidden}, ffn: {ffn}, heads: {heads}, kv_heads: {kv_heads}, vocab: {vocab}, seq: {seq},
+             tied_embeddings: false}}
+    parallel: {{zero: 3}}
+    global_batch: {mb}
+    micro_batch: {mb}
+    framework: {{name: {framework}, host: {root}/calibration/h200x1-llm-diag-2026-11-29/host}}
+"""
+
+
+@pytest.mark.parametrize("row", ["s0.7b-mb2-fsdp1", "s1.9b-mb1-zero3"])
+def test_a_scenario_with_a_host_folder_gives_the_registered_term_on_price(tmp_path, row):
+    """The whole product path (the scenario reader's framework.host, job._host_fits, _framework_spec, predict) at a held-out
+    row's shape on the card and the host folder its registration used (FLAG_CARD; the diag folder holds FLAG_HOSTS'
+    single runs) gives the registered P_on (cold review s56 item 8: a halved fit now fails here)."""
+    script = load_script("validation/hfhook55.py")
+    reg = next(r for r in yaml.safe_load(HFHOOK.read_text())["rows"] if r["name"] == row)
+    layers, hidden, ffn, heads, kv_heads, vocab = script.SIZES[reg["size"]]
+    mb, seq = script.POINTS[reg["point"]]
+    path = tmp_path / "row.yaml"
+    path.write_text(ROW_SCENARIO.format(root=ROOT, layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_heads=kv_heads,
+                                        vocab=vocab, seq=seq, mb=mb, framework=reg["framework"]))
+    sc = load(path)
+    assert llm_prediction(sc.machine, sc.jobs[0], trace=False).step_time_s == pytest.approx(reg["p_on_s"], rel=1e-6)
+
+
+@pytest.mark.parametrize("name, zero", [("hf-deepspeed", 2), ("hf-deepspeed-overlap", 1)])
+def test_deepspeeds_zero3_hooks_are_not_priced_below_zero3(tmp_path, name, zero):
+    """Cold review s56 item 1: h_z was measured at ZeRO-3 (per-module fetch / release); ZeRO-1/2 run other hooks, so
+    framework.host is refused there in one line at parallel.zero, and without host the caveat says unmeasured."""
+    text = _scenario(tmp_path, f"{{name: {name}, host: {HOST}}}").read_text().replace("{dp: 2, zero: 3}", f"{{dp: 2, zero: {zero}}}")
+    (tmp_path / "z.yaml").write_text(text)
+    with pytest.raises(ScenarioError, match=rf"jobs\[0\]\.parallel\.zero: framework {name} with framework.host") as e:
+        load(tmp_path / "z.yaml")
+    assert "\n" not in str(e.value)
+    (tmp_path / "z.yaml").write_text(text.replace(f", host: {HOST}", ""))
+    sc = load(tmp_path / "z.yaml")
+    r = llm_prediction(sc.machine, sc.jobs[0], trace=False)
+    assert any("not priced and not measured: the host time of their hooks (DeepSpeed ZeRO-1/2's" in c for c in r.caveats)
+    assert not any("ZeRO-3 fetches" in c for c in r.caveats)
+
+
 @pytest.mark.parametrize("name", ["hf-fsdp1", "hf-deepspeed", "hf-deepspeed-overlap"])
 def test_a_host_folder_prices_the_hooks_and_the_caveat_says_so(tmp_path, name):
     without = _predict(tmp_path, name)
     priced = _predict(tmp_path, f"{{name: {name}, host: {HOST}}}")
     assert priced.step_time_s > without.step_time_s and priced.host_share is not None and without.host_share is None
-    assert any("priced on framework.host's single fit" in c for c in priced.caveats)
+    assert any("priced on framework.host's single fit" in c and "does not follow the folder's host" in c
+               for c in priced.caveats)
     assert any("not priced: the host time of their hooks" in c and f"{{name: {name}, host: <folder>}}" in c
                for c in without.caveats)
 

@@ -114,25 +114,41 @@ HF_HOOKS = {"hf-fsdp1": "FSDP1's pre- and post-forward / backward hooks on each 
                         "views",
             "hf-deepspeed": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks",
             "hf-deepspeed-overlap": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks"}
-HF_HOOKS_UNPRICED = ("not priced: the host time of their hooks ({hooks}; measured on one H200 host at one rank: {hook_size} "
-                     "of host issue a decoder layer a step, the priced step 53-95% below the measured one at those small "
+HF_HOOKS_ZERO12 = "DeepSpeed ZeRO-1/2's per-parameter gradient hooks into its reduction buckets"
+# per framework: (the measured hook host a decoder layer a step, how far below the measured step the unpriced step read at
+# the measured host-bound shapes, the priced term's held-out error on the two leases) -- hfdev55 / hfhook55 / hfhook55r
+HF_HOOK_FACTS = {
+    "hf-fsdp1": ("2.3-4.6 ms", "53-89%", "11.2% and 16.6% mean |error| over its 6 rows, fast (the registered 15% missed on "
+                 "the second lease)"),
+    "hf-deepspeed": ("11-18 ms (host waits on the GPU's prefetch included)", "78-95%",
+                     "18.3% and 5.7% mean |error| over its 6 rows (-22.9..+4.6%)"),
+    "hf-deepspeed-overlap": ("11-18 ms (hf-deepspeed's, host waits on the GPU's prefetch included)", "78-95%",
+                             "no held-out row of its own (its hooks taken as hf-deepspeed's, whose 6 rows read 18.3% and "
+                             "5.7%)")}
+HF_HOOKS_UNPRICED = ("not priced: the host time of their hooks ({hooks}; measured on one H200 host at one rank: {size} of "
+                     "host issue a decoder layer a step, the unpriced step {below} below the measured one at those small "
                      "shapes, calibration/h200x1-hfdev55-2026-12-01 and h200x1-hfhook55-2026-12-01; unmeasured at dp > 1; "
                      "framework: {{name: {framework}, host: <folder>}} prices them) and")
+HF_HOOKS_UNMEASURED = ("not priced and not measured: the host time of their hooks ({hooks}; framework.host prices the "
+                       "ZeRO-3 hooks only) and")
 HF_HOOKS_PRICED = ("the host time of their hooks ({hooks}) priced on framework.host's single fit plus a hook time a layer "
-                   "measured at one rank (llm/hf_hooks.py; held out on one H200 at 0.2-1.9B: 14.7% and, on a second lease, "
-                   "11.1% mean |error| over 12 rows, 21 of the 24 readings fast, the lease-to-lease noise of a row ~15%; "
-                   "at dp > 1 the sharded gathers add host work it lacks: a lower bound there); not priced:")
-HF_HOOK_SIZE = {"hf-fsdp1": "2.3-4.6 ms", "hf-deepspeed": "11-18 ms (host waits on the GPU's prefetch included)",
-                "hf-deepspeed-overlap": "11-18 ms (host waits on the GPU's prefetch included)"}
+                   "measured on one H200 lease at one rank, which does not follow the folder's host (llm/hf_hooks.py); "
+                   "held out at 0.2-1.9B on two leases: {held_out}; a row's step changed ~15% from one lease to the next; "
+                   "unmeasured at dp > 1 (the sharded gathers' host work is not in it); not priced:")
 HF_SERIAL = ("; hf-deepspeed (overlap_comm false) has no held-out row: its reductions on the compute stream and its ZeRO-3 "
              "gathers beside the compute (async, prefetched) are read from DeepSpeed v0.16.4's code, unmeasured")
 
 
-def hf_trainer(name: str, hooks_priced: bool = False) -> str:
-    """HF_TRAINER for one framework: its own hooks, priced (a framework.host folder: llm/hf_hooks.with_hooks) or not with
-    their measured size, and the overlap_comm-false variant's missing evidence."""
-    line = (HF_HOOKS_PRICED if hooks_priced else HF_HOOKS_UNPRICED).format(hooks=HF_HOOKS[name], hook_size=HF_HOOK_SIZE[name],
-                                                                          framework=name)
+def hf_trainer(name: str, hooks_priced: bool = False, zero: int = 3) -> str:
+    """HF_TRAINER for one framework: its own hooks, priced (a framework.host folder: llm/hf_hooks.with_hooks) with their
+    held-out error, or not with their measured size (DeepSpeed below ZeRO-3: unmeasured), and the overlap_comm-false
+    variant's missing evidence."""
+    size, below, held_out = HF_HOOK_FACTS[name]
+    if name.startswith("hf-deepspeed") and zero < 3:
+        line = HF_HOOKS_UNMEASURED.format(hooks=HF_HOOKS_ZERO12)
+    else:
+        line = (HF_HOOKS_PRICED if hooks_priced else HF_HOOKS_UNPRICED).format(
+            hooks=HF_HOOKS[name], size=size, below=below, held_out=held_out, framework=name)
     return HF_TRAINER.format(framework=name, hooks_line=line, serial=HF_SERIAL if name == "hf-deepspeed" else "")
 
 COMPILED_FSDP = ("; here under FSDP data parallelism: the one-GPU compiled block with FSDP's collectives as the eager "
@@ -255,7 +271,7 @@ def caveats(model: TransformerSpec, par: ParallelSpec, framework: FrameworkSpec,
     if framework.bf16_param_block and par.recompute != "none":
         out.append(FSDP2_CKPT_MEMORY.format(framework=framework.name, recompute=par.recompute))
     if framework_family(framework.name) == "Hugging Face Trainer":
-        out.append(hf_trainer(framework.name, host_bound.prices_host(framework)))
+        out.append(hf_trainer(framework.name, host_bound.prices_host(framework), par.zero))
     if framework.compiled:
         out.append(COMPILED_STEP + (COMPILED_FSDP if par.dp > 1 else "") + (COMPILED_CKPT if par.recompute == "full" else ""))
     if framework.torch_cp and par.cp > 1:

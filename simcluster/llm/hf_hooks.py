@@ -5,8 +5,9 @@ no host, as before. The module switch (enable / switched_on / priced) stays OFF:
 (validation/hfhook55.py), nothing in the product calls enable() (docs/models/llm.md "Hugging Face trainers: the hooks'
 host time"; llm-findings "Session 55: hfhook55").
 
-`hf-fsdp1`, `hf-deepspeed` and `hf-deepspeed-overlap` price no host (FrameworkSpec.host_kernel_s 0: P == P_gpu). Switched
-on, priced() gives such a framework the host issue of an eager step (llm/host.py, llm/work._host_bound), per decoder layer
+The specs of `hf-fsdp1`, `hf-deepspeed` and `hf-deepspeed-overlap` price no host (FrameworkSpec.host_kernel_s 0: P ==
+P_gpu). with_hooks() (or priced(), switched on) gives such a framework (DeepSpeed's at zero 3 only: measured_at) the
+host issue of an eager step (llm/host.py, llm/work._host_bound), per decoder layer
     issue_layer = k_amp c + h          spread over the framework's own k_hf kernels: host_kernel_s = (k_amp c + h) / k_hf
 and the fixed host seconds a step a (host_step_s): (c, a) the `torch-amp` one-GPU `single` host fit passed in `hosts` (the
 fit the eager price uses: heldout/eager_registered.FLAG_HOSTS in the registered read-outs), k_amp torch-amp's kernels a
@@ -23,7 +24,9 @@ Valid range: the device VM's host (one H200 lease's host; the fit (c, a) and h f
 (FSDP1 ran NO_SHARD); at dp > 1 FULL_SHARD's all-gathers / reduce-scatters and their re-gathers add host work not in h
 (a lower bound there), DeepSpeed's collectives likewise. The head's and embedding's kernels take the same per-kernel cost
 (a small over-count: ~3 of ~80 kernels a layer). A held-out check: calibration/h200x1-hfhook55-2026-12-01
-(validation/hfhook55.py, RULE TERM HOLDS: on 14.7% mean |error|, every row fast or equal, off 82.4%; kept OFF, llm.md)."""
+(validation/hfhook55.py, RULE TERM HOLDS: on 14.7% mean |error|, off 82.4%); its repeat on a second lease
+calibration/h200x1-hfhook55r-2026-12-01 (TERM 11.1%, TERM-FSDP1 16.6%: a row's step changes ~15% between leases). h is
+one lease's constant: it does not follow the host folder's speed (c and a do)."""
 
 from __future__ import annotations
 
@@ -81,6 +84,13 @@ def layer_issue_s(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, f
     return host.layer_kernels(model, ParallelSpec(), batch, amp) * c + HOOK_S[fw.name]
 
 
+def measured_at(name: str, zero: int) -> bool:
+    """Whether h was measured for this framework at this ZeRO stage: FSDP1's unit hooks run at every sharding strategy
+    (hfdev55 measured NO_SHARD), DeepSpeed's per-module fetch / release hooks at ZeRO-3 only (ZeRO-1/2 have gradient
+    hooks into buckets instead: unmeasured)."""
+    return name in HOOK_S and (zero >= 3 or not name.startswith("hf-deepspeed"))
+
+
 def priced(fw: FrameworkSpec, model: TransformerSpec, par: ParallelSpec, batch: BatchSpec,
            hosts: dict[str, tuple[float, float, int]]) -> FrameworkSpec:
     """fw with the term's host costs where applies(fw) (the switch on), else fw itself. `hosts`: eager.fit_modes' fits."""
@@ -91,8 +101,9 @@ def with_hooks(fw: FrameworkSpec, model: TransformerSpec, par: ParallelSpec, bat
                hosts: dict[str, tuple[float, float, int]]) -> FrameworkSpec:
     """fw, one of HOOK_S's, with the term's host costs, whatever the switch (a scenario's framework.host: llm/job.py).
     `hosts`: eager.fit_modes' fits, with HOST_MODE's."""
-    if fw.name not in HOOK_S:
-        raise ValueError(f"the Hugging Face hook term prices {sorted(HOOK_S)}, not {fw.name}")
+    if not measured_at(fw.name, par.zero):
+        raise ValueError(f"the Hugging Face hook term prices {sorted(HOOK_S)} (DeepSpeed's at zero 3), not {fw.name} at "
+                         f"zero {par.zero}")
     if HOST_MODE not in hosts:
         raise ValueError(f"the Hugging Face hook term needs the torch-amp '{HOST_MODE}' host fit; the fits have {sorted(hosts)}")
     c, a = hosts[HOST_MODE][0], hosts[HOST_MODE][1]

@@ -179,6 +179,9 @@ def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> 
             r.fail(f"{key}.{exc.key}", exc.message.split(": ", 1)[1], hint=exc.hint)
         if "host" not in doc:
             return name, {}
+        if not hf_hooks.measured_at(name, par.zero):
+            r.fail(f"{key}.parallel.zero", f"framework {name} with framework.host prices DeepSpeed's ZeRO-3 hooks, measured "
+                   f"at ZeRO-3 only; at zero {par.zero} its hooks are others, unmeasured", hint="zero: 3, or remove host")
         return name, _host_fits(r, doc, fk, hf_hooks.HOST_MODE)
     try:
         eager.mode_of(par)
