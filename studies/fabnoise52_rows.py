@@ -107,3 +107,16 @@ def pairs_of(rows: list[Row]) -> list[Pair]:
     for r in rows:
         by[r.config].append(r)
     return [Pair(a, b) for group in by.values() for a, b in combinations(group, 2)]
+
+
+def main() -> None:
+    """The counts studies/fabnoise52.py reads (its own print gives the rows and pairs themselves)."""
+    rows = collect()
+    print(f"{len(rows)} multi-node rows, {len({r.file for r in rows})} files, {len({r.source for r in rows})} sources; "
+          f"{len(pairs_of(rows))} pairs of one configuration")
+
+
+if __name__ == "__main__":
+    import study_args  # an unknown argument refused before anything is read
+    study_args.check()
+    main()
