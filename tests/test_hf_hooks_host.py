@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import pathlib
-import textwrap
 
 import pytest
 import yaml
@@ -26,29 +25,23 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 HOST = ROOT / "calibration" / "h200x2-llm-host-2026-11-23"
 HFHOOK = ROOT / "calibration" / "h200x1-hfhook55-2026-12-01" / "registered.yaml"
 
-SCENARIO = """\
-name: t
-machine:
-  card: {root}/models/collective/h200x2-primitives.yaml
-  gpus_per_node: 2
-  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
-jobs:
-  - kind: llm_training
-    model: {{layers: 16, hidden: 1536, ffn: 4096, heads: 12, kv_heads: 4, vocab: 32000, seq: 2048}}
-    parallel: {{dp: 2, zero: 3}}
-    global_batch: 4
-    micro_batch: 2
-    framework: {framework}
-"""
+SMALL = {"layers": 16, "hidden": 1536, "ffn": 4096, "heads": 12, "kv_heads": 4, "vocab": 32000, "seq": 2048}
 
 
-def _scenario(tmp_path, framework: str) -> pathlib.Path:
+def _scenario(tmp_path, framework, model=SMALL, parallel=None, gpus: int = 2, mb: int = 2) -> pathlib.Path:
+    """One llm_training job on gpus x H200 (the card the registrations used), written as YAML; framework a name or a
+    {name, host} mapping."""
+    parallel = {"dp": gpus, "zero": 3} if parallel is None else parallel
+    doc = {"name": "t", "machine": {"card": str(ROOT / "models/collective/h200x2-primitives.yaml"), "gpus_per_node": gpus,
+                                    "gpu": {"card": str(ROOT / "models/gpu/h200-sxm-interleaved.yaml")}},
+           "jobs": [{"kind": "llm_training", "model": model, "parallel": parallel, "global_batch": mb * parallel.get("dp", 1),
+                     "micro_batch": mb, "framework": framework}]}
     path = tmp_path / "s.yaml"
-    path.write_text(textwrap.dedent(SCENARIO.format(root=ROOT, framework=framework)))
+    path.write_text(yaml.safe_dump(doc))
     return path
 
 
-def _predict(tmp_path, framework: str):
+def _predict(tmp_path, framework):
     sc = load(_scenario(tmp_path, framework))
     return llm_prediction(sc.machine, sc.jobs[0], trace=False)
 
@@ -73,23 +66,6 @@ def test_the_product_path_gives_the_registered_term_on_price(row):
     assert _framework_spec(reg["framework"], model, par, batch, {}, False) is FRAMEWORKS[reg["framework"]]
 
 
-ROW_SCENARIO = """\
-name: row
-machine:
-  card: {root}/models/collective/h200x2-primitives.yaml
-  gpus_per_node: 1
-  gpu: {{card: {root}/models/gpu/h200-sxm-interleaved.yaml}}
-jobs:
-  - kind: llm_training
-    model: {{layers: {layers}, hidden: {hidden}, ffn: {ffn}, heads: {heads}, kv_heads: {kv_heads}, vocab: {vocab}, seq: {seq},
-             tied_embeddings: false}}
-    parallel: {{zero: 3}}
-    global_batch: {mb}
-    micro_batch: {mb}
-    framework: {{name: {framework}, host: {root}/calibration/h200x1-llm-diag-2026-11-29/host}}
-"""
-
-
 @pytest.mark.parametrize("row", ["s0.7b-mb2-fsdp1", "s1.9b-mb1-zero3"])
 def test_a_scenario_with_a_host_folder_gives_the_registered_term_on_price(tmp_path, row):
     """The whole product path (the scenario reader's framework.host, job._host_fits, _framework_spec, predict) at a held-out
@@ -99,10 +75,10 @@ def test_a_scenario_with_a_host_folder_gives_the_registered_term_on_price(tmp_pa
     reg = next(r for r in yaml.safe_load(HFHOOK.read_text())["rows"] if r["name"] == row)
     layers, hidden, ffn, heads, kv_heads, vocab = script.SIZES[reg["size"]]
     mb, seq = script.POINTS[reg["point"]]
-    path = tmp_path / "row.yaml"
-    path.write_text(ROW_SCENARIO.format(root=ROOT, layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_heads=kv_heads,
-                                        vocab=vocab, seq=seq, mb=mb, framework=reg["framework"]))
-    sc = load(path)
+    model = {"layers": layers, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv_heads, "vocab": vocab, "seq": seq,
+             "tied_embeddings": False}
+    host = str(ROOT / "calibration/h200x1-llm-diag-2026-11-29/host")
+    sc = load(_scenario(tmp_path, {"name": reg["framework"], "host": host}, model, {"zero": 3}, gpus=1, mb=mb))
     assert llm_prediction(sc.machine, sc.jobs[0], trace=False).step_time_s == pytest.approx(reg["p_on_s"], rel=1e-6)
 
 
@@ -110,13 +86,11 @@ def test_a_scenario_with_a_host_folder_gives_the_registered_term_on_price(tmp_pa
 def test_deepspeeds_zero3_hooks_are_not_priced_below_zero3(tmp_path, name, zero):
     """Cold review s56 item 1: h_z was measured at ZeRO-3 (per-module fetch / release); ZeRO-1/2 run other hooks, so
     framework.host is refused there in one line at parallel.zero, and without host the caveat says unmeasured."""
-    text = _scenario(tmp_path, f"{{name: {name}, host: {HOST}}}").read_text().replace("{dp: 2, zero: 3}", f"{{dp: 2, zero: {zero}}}")
-    (tmp_path / "z.yaml").write_text(text)
+    par = {"dp": 2, "zero": zero}
     with pytest.raises(ScenarioError, match=rf"jobs\[0\]\.parallel\.zero: framework {name} with framework.host") as e:
-        load(tmp_path / "z.yaml")
+        load(_scenario(tmp_path, {"name": name, "host": str(HOST)}, parallel=par))
     assert "\n" not in str(e.value)
-    (tmp_path / "z.yaml").write_text(text.replace(f", host: {HOST}", ""))
-    sc = load(tmp_path / "z.yaml")
+    sc = load(_scenario(tmp_path, name, parallel=par))
     r = llm_prediction(sc.machine, sc.jobs[0], trace=False)
     assert any("not priced and not measured: the host time of their hooks (DeepSpeed ZeRO-1/2's" in c for c in r.caveats)
     assert not any("ZeRO-3 fetches" in c for c in r.caveats)
@@ -125,7 +99,7 @@ def test_deepspeeds_zero3_hooks_are_not_priced_below_zero3(tmp_path, name, zero)
 @pytest.mark.parametrize("name", ["hf-fsdp1", "hf-deepspeed", "hf-deepspeed-overlap"])
 def test_a_host_folder_prices_the_hooks_and_the_caveat_says_so(tmp_path, name):
     without = _predict(tmp_path, name)
-    priced = _predict(tmp_path, f"{{name: {name}, host: {HOST}}}")
+    priced = _predict(tmp_path, {"name": name, "host": str(HOST)})
     assert priced.step_time_s > without.step_time_s and priced.host_share is not None and without.host_share is None
     assert any("priced on framework.host's single fit" in c and "does not follow the folder's host" in c
                for c in priced.caveats)
@@ -139,7 +113,7 @@ def test_a_host_folder_without_single_runs_is_a_one_line_error(tmp_path):
     for layers in (2, 8):
         (folder / f"ddp-L{layers}.json").write_text((HOST / f"ddp-L{layers}.json").read_text())
     with pytest.raises(ScenarioError, match=r"jobs\[0\]\.framework\.host: no single runs at two or more layer counts") as e:
-        load(_scenario(tmp_path, f"{{name: hf-fsdp1, host: {folder}}}"))
+        load(_scenario(tmp_path, {"name": "hf-fsdp1", "host": str(folder)}))
     assert "\n" not in str(e.value)
     with pytest.raises(ScenarioError, match=r"framework megatron is never host-bound .* torch and hf-deepspeed"):
-        load(_scenario(tmp_path, f"{{name: megatron, host: {HOST}}}"))
+        load(_scenario(tmp_path, {"name": "megatron", "host": str(HOST)}))

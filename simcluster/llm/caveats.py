@@ -113,8 +113,8 @@ HF_TRAINER = ("framework {framework}: Hugging Face transformers' Llama under the
               "printed): hf-fsdp1 +8.2% and hf-deepspeed-overlap +10.1% fast{serial}")
 HF_HOOKS = {"hf-fsdp1": "FSDP1's pre- and post-forward / backward hooks on each decoder-layer unit and its flat-parameter "
                         "views",
-            "hf-deepspeed": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks",
-            "hf-deepspeed-overlap": "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks"}
+            **dict.fromkeys(("hf-deepspeed", "hf-deepspeed-overlap"),
+                            "DeepSpeed ZeRO-3 fetches and releases module by module from Python hooks")}
 HF_HOOKS_ZERO12 = "DeepSpeed ZeRO-1/2's per-parameter gradient hooks into its reduction buckets"
 # per framework: (the measured hook host a decoder layer a step, how far below the measured step the unpriced step read at
 # the measured host-bound shapes, the priced term's held-out error on the two leases) -- hfdev55 / hfhook55 / hfhook55r
