@@ -95,6 +95,13 @@ def peak_composition(trace: list[dict], before: int) -> dict:
             "other_groups_bytes": sum(groups.values()) - sum(v for _, v in top)}
 
 
+def _pop_hook(stack: list):
+    """A forward hook that leaves the module's output alone (a hook returning a value would replace it)."""
+    def hook(module, args, output) -> None:
+        stack.pop()
+    return hook
+
+
 def saved_tensors(torch, model, run_forward, layer_cls) -> dict:
     """Autograd's saved tensors of one forward, per module class and dtype (module docstring)."""
     stack, seen, detail, per_layers = [], set(), [], [0]
@@ -107,7 +114,7 @@ def saved_tensors(torch, model, run_forward, layer_cls) -> dict:
     hooks = []
     for mod in model.modules():
         hooks.append(mod.register_forward_pre_hook(lambda m, a: stack.append(m)))
-        hooks.append(mod.register_forward_hook(lambda m, a, o: stack.pop()))
+        hooks.append(mod.register_forward_hook(_pop_hook(stack)))   # returns None: the output stays the module's
 
     def where() -> str:
         layer = next((layer_index[id(m)] for m in reversed(stack) if id(m) in layer_index), None)
@@ -210,11 +217,13 @@ def measure(torch, device, size: str, shape: tuple, point: str, mb: int, seq: in
             snap = torch.cuda.memory._snapshot()
             torch.cuda.memory._record_memory_history(enabled=None)
             rec["peak"] = peak_composition(snap["device_traces"][0], before)
-        inner = model.module if variant == "zero3" and hasattr(model, "module") else model
-        saved = saved_tensors(torch, inner, forward, layer_cls)
-        backward(saved.pop("loss"))
-        optimizer_step()
-        rec["saved"] = saved
+        try:   # last: a failure here keeps the phases and the peak recorded above
+            saved = saved_tensors(torch, model, forward, layer_cls)
+            backward(saved.pop("loss"))
+            optimizer_step()
+            rec["saved"] = saved
+        except Exception as exc:
+            rec["saved"] = {"status": f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
     rec["status"] = "ok"
     return rec
 
