@@ -25,6 +25,7 @@ The model, wrappers and DeepSpeed engine are studies/hfdev55_device.py's (import
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -148,6 +149,10 @@ def measure(torch, device, size: str, shape: tuple, point: str, mb: int, seq: in
     layers, hidden, ffn, heads, kv_heads, vocab = shape
     rec = {"size": size, "layers": layers, "hidden": hidden, "ffn": ffn, "heads": heads, "kv_heads": kv_heads, "vocab": vocab,
            "point": point, "micro_batch": mb, "seq": seq, "variant": variant, "tokens": mb * seq}
+    gc.collect()   # the previous configuration's model, wrappers and engine are cyclic garbage (FSDP's and DeepSpeed's
+    if device.type == "cuda":   # hooks): without a collection they stay allocated into this one's measurement
+        torch.cuda.empty_cache()
+        rec["start_bytes"] = torch.cuda.memory_allocated()
     torch.manual_seed(0)
     with torch.device(device):
         model, layer_cls = dev.build(torch, *shape)
