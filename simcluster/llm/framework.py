@@ -174,6 +174,10 @@ class FrameworkSpec:
                                       # per-submodule fetch; llm/dp_beside.calls_per_layer)
     dp_on_compute_stream: bool = False  # the data-parallel reductions on the compute stream, in series with it; ZeRO-3's gathers
                                         # stay beside it, prefetched (DeepSpeed's overlap_comm false; llm/dp_beside.py)
+    hf_llama_saves: bool = False      # transformers' LlamaDecoderLayer's saved tensors (llm/hf_memory.py, memory only): each RMSNorm's
+                                      # fp32 upcast, K and V after repeat_kv, no attention-output copy
+    deepspeed_zero3_buffers: bool = False  # DeepSpeed stage 3's flat gradient partition, held, and its step's fp32 gradient of
+                                           # one sub-group (llm/hf_memory.py, memory only; parallel.zero 3)
 
     @property
     def stash_residual_bytes(self) -> int:
@@ -347,7 +351,7 @@ KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp
 # flash_attention_2 (FlashAttention 2), logits .float() into CrossEntropyLoss: eager's op list and 12-byte loss peak, as
 # fms-fsdp's LLaMA. Not priced: the loss's shift_logits .contiguous() copy (transformers < 4.46), the host's hooks.
 HF_LLAMA = dict(fused_qkv=False, eager=True, persistent_grads=False, residual_bytes=2, logit_bytes=12.0, rope_fusion=False,
-                transformer_engine=False, attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
+                hf_llama_saves=True, transformer_engine=False, attention_kernel=PRE_CUDNN_SDPA, **EAGER_LOSS)
 # DeepSpeed ZeRO 1 / 2 / 3 (parallel.zero) under the Trainer's bf16 (DeepSpeed v0.16.4): module.bfloat16() (engine.py L1231: bf16
 # weights and residual stream, no autocast), communication_data_type bf16 (L939-950): bf16 gathers (param_bytes 2) and
 # reductions (grad_bytes 2; ZeRO-1/2's bucketed all_reduce since #4695, priced as the fp32 reduce_scatter of equal bytes);
@@ -361,7 +365,7 @@ HF_LLAMA = dict(fused_qkv=False, eager=True, persistent_grads=False, residual_by
 # gathers async and prefetched beside the compute whatever overlap_comm says, at the card's comm_overlap (comm_interference).
 HF_DEEPSPEED = FrameworkSpec("hf-deepspeed", param_bytes=2.0, grad_bytes=2.0, state_bytes=12.0, adam_bytes=44.0, grad_accumulate_bytes=4.0,
                              bucket_params=500_000_000, zero2_wait=True, zero3_module_calls=True, dp_on_compute_stream=True,
-                             comm_interference=True, **HF_LLAMA)
+                             comm_interference=True, deepspeed_zero3_buffers=True, **HF_LLAMA)
 # ... with overlap_comm true (DeepSpeed's stage-3 default, config.py L353; transformers' documented ds_config examples): the
 # collectives on their own streams beside compute at the card's comm_overlap, as the FSDP trainers'.
 HF_DEEPSPEED_OVERLAP = replace(HF_DEEPSPEED, name="hf-deepspeed-overlap", dp_on_compute_stream=False)

@@ -69,6 +69,9 @@ made by a first backward sit beside the micro-batches stashed after it (live_aft
 ZeRO-3 also holds two layers' gathered bf16 weights (the one running and the one prefetched).
 The runner's FSDP2 (bf16 parameters, FrameworkSpec.bf16_param_block): the embedding's output and so the residual stream are
 bf16, its norms' saved inputs 2 B (not autocast's fp32 4), and no attention-output copy is saved (cuDNN's layout).
+The Hugging Face frameworks (llm/hf_memory.py): transformers' Llama saves each norm's fp32 upcast, K and V after
+repeat_kv and no attention-output copy; DeepSpeed ZeRO-3 holds a bf16 gradient partition (grad_partition) and its step
+copies one sub-group's gradient to fp32 (the gradients at the step).
 Framework overhead (CUDA context, cuBLAS workspaces, NCCL buffers): a fixed OVERHEAD_BYTES, outside what
 torch.cuda.max_memory_allocated reports; `fits` compares allocated + overhead with the card's capacity.
 """
@@ -77,7 +80,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import autocast_block, compiled, eager_ac, grad_sync, torch_cp
+from simcluster.llm import autocast_block, compiled, eager_ac, grad_sync, hf_memory, torch_cp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.param_counts import layer_linear_params, layer_params, stage_dense_layers, stage_layers, stage_params
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -174,7 +177,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
         attn -= lse
     elif fw.attention == "unfused" and par.cp == 1:   # Korthikanti's 5 a s^2 b: softmax output, dropout mask and output
         attn += 5 * model.heads / t * s * s * b
-    return attn + mlp
+    hf = hf_memory.layer_extra_bytes(model, par, batch) if fw.hf_llama_saves and par.recompute == "none" else 0.0
+    return attn + mlp + hf
 
 
 def fp8_saved_inputs(batch: BatchSpec, fw: FrameworkSpec) -> bool:
@@ -215,6 +219,7 @@ class MemoryBreakdown:
                                                # gradients a first backward made (1F1B's next forward, GPipe's next backward)
     accumulated_grads: float = 0.0    # FSDP no-sync: the unsharded gradient accumulator held across the step's micro-batches,
                                       # beside them in place of the sharded gradients (llm/grad_sync.py)
+    grad_partition: float = 0.0       # DeepSpeed ZeRO-3's flat gradient partition, held across steps (llm/hf_memory.py)
 
     @property
     def allocated(self) -> float:
@@ -227,7 +232,7 @@ class MemoryBreakdown:
         """The peak of a step after the first iterations. Gradients that are created in the backward and freed after
         the step (torch's set_to_none) peak at either the start of the backward (all activations, no gradients) or
         its end (all gradients, no activations)."""
-        static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets
+        static = self.parameters + self.optimizer + self.fp8_weight_cache + self.ddp_buckets + self.grad_partition
         live = self.activations + self.logits + self.weight_copies if self.live_peak is None else self.live_peak
         if self.persistent_grads:
             return static + self.gradients + live
@@ -245,7 +250,8 @@ class MemoryBreakdown:
 
     def to_gib(self) -> dict:
         parts = ("parameters", "gradients", "optimizer", "activations", "logits", "weight_copies", "fp8_weight_cache", "ddp_buckets",
-                 "ddp_rebuild", "overhead") + (("accumulated_grads",) if self.accumulated_grads else ())   # FSDP no-sync only
+                 "ddp_rebuild", "overhead") + (("accumulated_grads",) if self.accumulated_grads else ()) \
+            + (("grad_partition",) if self.grad_partition else ())   # FSDP no-sync, DeepSpeed ZeRO-3 only
         out = {k: getattr(self, k) / GiB for k in parts}
         return {**out, "allocated": self.allocated / GiB, "total": self.total / GiB, "capacity": self.capacity / GiB,
                 "stage": self.stage}
@@ -269,6 +275,9 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     if z == 2 and fw.eager and fw.bf16_param_block:   # FSDP2 reshard_after_forward=False (llm/eager.py): every layer's
         params += fw.param_bytes * sharded(True)        # gathered weights above, and the fp32 shard's share zero 3 counts
     grads = fw.grad_buffer_bytes * sharded(z >= 2)
+    partition = 0.0   # DeepSpeed ZeRO-3's held gradient partition; grads then the step's fp32 copy (llm/hf_memory.py)
+    if fw.deepspeed_zero3_buffers and z == 3:
+        partition, grads = hf_memory.zero3_gradient_bytes(fw.grad_bytes, sharded(True))
     fp8 = fp8_saved_inputs(batch, fw)
     state = (fw.state_bytes - (2 if fw.master_remainders and not (fp8 and fw.fp8_params) else 0)) * sharded(z >= 1)
     m = batch.micro_batches(par.dp)
@@ -331,7 +340,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after,
-                           grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total))
+                           grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total), partition)
 
 
 def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first: bool, last: bool) -> float:
