@@ -110,7 +110,10 @@ HF_TRAINER = ("framework {framework}: Hugging Face transformers' Llama under the
               "written from their code (docs/models/llm.md 'Hugging Face trainers'); {hooks_line} the loss's "
               "shifted-logits copy (transformers < 4.46): take the step as optimistic. Held out "
               "on 2 published rows only, one node of 4 A100 80GB (Granite 7B; recompute, seq and the card inferred, not "
-              "printed): hf-fsdp1 +8.2% and hf-deepspeed-overlap +10.1% fast{serial}")
+              "printed): hf-fsdp1 +8.2% and hf-deepspeed-overlap +10.1% fast{serial}. Peak memory (llm/hf_memory.py): held "
+              "out at one rank only, 1.3% mean |error| (max 4.9%, low) over 18 FSDP1 / ZeRO-3 rows of 0.2-1.9B "
+              "(calibration/h200x1-hfmemh57-2026-12-02); at dp > 1 (the partitions / dp, FULL_SHARD's gathers) and under "
+              "ZeRO-1/2 unmeasured")
 HF_HOOKS = {"hf-fsdp1": "FSDP1's pre- and post-forward / backward hooks on each decoder-layer unit and its flat-parameter "
                         "views",
             **dict.fromkeys(("hf-deepspeed", "hf-deepspeed-overlap"),
