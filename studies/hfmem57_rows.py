@@ -1,6 +1,7 @@
 """Issue 44, session 57: hfmem57's development rows (calibration/h200x1-hfmem57-2026-12-02) against the model's peak
 allocated memory, with llm/hf_memory.py's terms on (today) and off (before session 57); measured = each configuration's
-peak less the bytes allocated when it started (the bundle's README, finding 1). In-sample: the terms were read here.
+largest phase peak less the bytes allocated when it started (validation/hfmemh57.peak_less_start; the bundle's
+README, finding 1). In-sample: the terms were read here.
 
     python studies/hfmem57_rows.py
 """
@@ -9,18 +10,21 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "validation"))
 
 RUNS = ROOT / "calibration" / "h200x1-hfmem57-2026-12-02" / "runs"
 FRAMEWORK = {"fsdp1": "hf-fsdp1", "zero3": "hf-deepspeed"}
 
 
 def rows() -> list[dict]:
+    from hfmemh57 import peak_less_start  # the held-out read-out's measure: the largest phase peak less the start bytes
+
     from simcluster.heldout.eager_registered import _flag_hosts
+    from simcluster.heldout.registration import switched_off
     from simcluster.llm import hf_memory
     from simcluster.llm.comm import Network
     from simcluster.llm.framework import FRAMEWORKS
@@ -37,8 +41,8 @@ def rows() -> list[dict]:
             on = FRAMEWORKS[FRAMEWORK[r["variant"]]]
             gib = {arm: float(predict_llm(model, ParallelSpec(zero=3), BatchSpec(r["micro_batch"], r["micro_batch"]), gpu, Network(None, 1), 1,
                                           trace=False, framework=fw).memory_per_gpu_GiB["allocated"])
-                   for arm, fw in (("on", on), ("off", replace(on, **dict.fromkeys(hf_memory.SWITCHES, False))))}
-            out.append({"name": f"{r['size']}-{r['point']}-{r['variant']}", "measured": (r["peak"]["peak_bytes"] - r["start_bytes"]) / 2**30, **gib})
+                   for arm, fw in (("on", on), ("off", switched_off(on, hf_memory.SWITCHES)))}
+            out.append({"name": f"{r['size']}-{r['point']}-{r['variant']}", "measured": peak_less_start(r) / 2**30, **gib})
     return out
 
 

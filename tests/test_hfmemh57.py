@@ -59,5 +59,13 @@ def test_refusals_are_one_line(tmp_path, capsys):
     shutil.copytree(BUNDLE, failed)
     p = failed / "runs" / "s0.2b-mb1-fsdp1.json"
     p.write_text(p.read_text().replace('"status": "ok"', '"status": "failed: OOM"'))
+    odd = []
+    for name, edit in (("records", lambda d: {**d, "records": [1]}),
+                       ("saved", lambda d: {**d, "records": [{**d["records"][0], "saved": "x"}]})):
+        bad = tmp_path / name
+        shutil.copytree(BUNDLE, bad)
+        p = bad / "runs" / "s0.2b-mb1-fsdp1.json"
+        p.write_text(json.dumps(edit(json.loads(p.read_text()))))
+        odd.append((bad, "s0.2b-mb1-fsdp1.json"))   # cold read s57 item 3: each was a traceback
     refused_in_one_line(s.main, capsys, tmp_path, [(empty, "missing"), (other, "another set"), (keyless, "expected the 18"),
-                                                   (missing, "did not run"), (failed, "status 'ok'")])
+                                                   (missing, "did not run"), (failed, "status 'ok'"), *odd])

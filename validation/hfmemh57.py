@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +53,8 @@ def _model(size: str, point: str):
 def predict(size: str, point: str, variant: str) -> dict:
     """A row's registered figures (module docstring): GiB, and the model's saved bytes a token of one layer."""
     from simcluster.heldout.eager_registered import _flag_hosts
+    from simcluster.heldout.registration import switched_off
+    from simcluster.llm import hf_memory
     from simcluster.llm.comm import Network
     from simcluster.llm.framework import FRAMEWORKS
     from simcluster.llm.memory import layer_activation_bytes
@@ -64,7 +65,7 @@ def predict(size: str, point: str, variant: str) -> dict:
     model, batch = _model(size, point)
     par = ParallelSpec(zero=3)
     on = FRAMEWORKS[FRAMEWORK[variant]]
-    off = replace(on, hf_llama_saves=False, deepspeed_zero3_buffers=False)
+    off = switched_off(on, hf_memory.SWITCHES)
 
     def allocated(fw) -> float:
         return float(predict_llm(model, par, batch, gpu, Network(None, 1), 1, trace=False, framework=fw).memory_per_gpu_GiB["allocated"])
@@ -96,22 +97,37 @@ def measured(bundle: Path, reg: dict) -> dict:
         env = doc["env"]
     except FileNotFoundError:
         raise SimclusterError(f"{path}: missing (the configuration's process did not run)") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SimclusterError(f"{path}: not an hfmem57 trace ({type(exc).__name__}: {exc})") from None
     if len(recs) != 1 or recs[0].get("status") != "ok":
         raise SimclusterError(f"{path}: expected one record with status 'ok' for {reg['name']}, got {[r.get('status') for r in recs]}")
     r = recs[0]
     try:
-        peak = max(float(ph["peak_bytes"]) for ph in r["phases"].values()) - float(r["start_bytes"])
+        peak = peak_less_start(r)
         same = (int(r["layers"]), int(r["micro_batch"]), int(r["seq"])) == (reg["layers"], reg["micro_batch"], reg["seq"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SimclusterError(f"{path}: expected phases' peak_bytes, start_bytes, layers, micro_batch, seq ({exc})") from None
+        saved = r.get("saved", {}).get("entries", [])
+        layer = layer_activation_saved(saved, int(r["micro_batch"]), int(r["seq"]))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise SimclusterError(f"{path}: expected phases' peak_bytes, start_bytes, layers, micro_batch, seq, saved entries "
+                              f"({type(exc).__name__}: {exc})") from None
     if not same or env.get("device") == "cpu" or peak <= 0:
         raise SimclusterError(f"{path}: not the registered configuration on the GPU (shape, device or a non-positive peak)")
-    saved = r.get("saved", {}).get("entries", [])
-    layer = sum(e[3] for e in saved if e[0].startswith("layer1") and not e[4] and e[3] % (r["micro_batch"] * r["seq"]) == 0)
     return {**reg, "measured_gib": peak / GiB, "start_gib": float(r["start_bytes"]) / GiB,
             "saved_layer_per_token": layer / (r["micro_batch"] * r["seq"]) if saved else None}
+
+
+def peak_less_start(rec: dict) -> float:
+    """A configuration's own peak, bytes: the largest phase peak less what was allocated when it began."""
+    return max(float(ph["peak_bytes"]) for ph in rec["phases"].values()) - float(rec["start_bytes"])
+
+
+def layer_activation_saved(entries: list, micro_batch: int, seq: int) -> int:
+    """Decoder layer 1's saved activations, bytes: entries [where, dtype, shape, bytes, is_parameter] whose shape is
+    per token ((micro-batch, ..., seq, ...) or (micro-batch x seq, ...)), so no weight or flat-parameter view counts
+    (mended after the read: a byte-count filter let FSDP1's 125.8 MB flat-parameter view in at s1.9b-mb8-fsdp1)."""
+    def per_token(shape: list) -> bool:
+        return bool(shape) and (shape[0] == micro_batch * seq or (shape[0] == micro_batch and seq in shape[1:]))
+    return sum(int(e[3]) for e in entries if e[0].startswith("layer1") and not e[4] and per_token(list(e[2])))
 
 
 def verdict(rows: list[dict]) -> str:

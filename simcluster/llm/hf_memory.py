@@ -19,7 +19,8 @@ DeepSpeed ZeRO-3 (FrameworkSpec.deepspeed_zero3_buffers; hf-deepspeed*, parallel
   a flat gradient partition in the communication dtype (grad_bytes, bf16), allocated at the engine's start and held
   (hfmem57: 16.0 B a parameter between steps = 2 bf16 weights + 12 fp32 master and moments + 2 of it);
   at the optimizer step, sub-group by sub-group, the partition's gradient flattened (2 bytes) and copied to fp32 (4 bytes)
-  alive together: STEP_GRAD_BYTES x the largest sub-group, min(P / dp, SUB_GROUP_PARAMS) (hfmem57: 6.0 B a parameter at
+  alive together: STEP_GRAD_BYTES x the largest sub-group, about min(P / dp, SUB_GROUP_PARAMS) (a sub-group closes once it
+  reaches sub_group_size, so it can pass it by one parameter's partition: 1.0117e9 at 1.1B; hfmem57: 6.0 B a parameter at
   0.13 and 0.35 B, 6.07e9 B at 1.1 B parameters = 6 x 1e9).
 """
 

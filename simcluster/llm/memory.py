@@ -334,7 +334,8 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
         live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
     after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
-    if not fw.persistent_grads and m > 1 and live is None:
+    if not fw.persistent_grads and m > 1 and live is None and not partition:   # DeepSpeed ZeRO-3 accumulates into its
+        #   held partition (static): its step copy exists inside the step only
         n = m - 1 if par.pp_schedule == "gpipe" else chunks if m * par.virtual_stages > chunks else 0   # 1F1B: a forward
         #   follows a backward (a rank runs m x v chunk-micro-batches; chunks of them are stashed at once)
         after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
