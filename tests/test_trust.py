@@ -162,8 +162,10 @@ def test_shipped_table_records_each_familys_held_out_coverage_and_storage_under_
     # Crusoe torchtitan FSDP2 rows (8, predicted once: 7.3%, 5 within 10%; a source of its own): 183 rows, 13 sources,
     # 77.6% (142 of 183), by source 78.7%; the median half-width 18.9% (the FSDP regime gains a validated band of its own)
     # Session 55: moe55's two MoE rows (joined held groups) and hfds55's Hugging Face blog rows (2, a source of its
-    # own, predicted once): 187 rows, 14 sources, 77.5% (145 of 187), by source 79.9%; half-width 18.9%
-    assert 77.0 < cov["llm"].coverage_pct < 78.5 and cov["llm"].sources == 14 and cov["llm"].covered == 145, cov["llm"]
+    # own, predicted once): 187 rows, 14 sources, 77.5% (145 of 187), by source 79.9%; half-width 18.9%. Session 57: the
+    # KempnerForge weak-scaling file (12 rows joining the held KempnerForge group, predicted once: 13.6%, 5 within 10%):
+    # 199 rows, 14 sources, 76.4% (152 of 199), by source 79.7%; half-width 21.4%
+    assert 76.0 < cov["llm"].coverage_pct < 77.0 and cov["llm"].sources == 14 and cov["llm"].covered == 152, cov["llm"]
     for family in cov:
         assert cov[family].checked == cov[family].rows
     # moe6 (session 41, the first set registered with today's local-spec model): 63.3% -> 75.0% by rows, 72.9% by source;
