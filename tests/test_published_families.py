@@ -228,8 +228,9 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     # Session 54 zero54: Crusoe Cloud's torchtitan table (llm-crusoe, 8 rows, predicted once: 5 within) -- 29 over 4,
     # 23 within (79%): not met, one row short of 80% (21 over 3, 18 within, met on 4 rows outside KempnerForge before)
     # Session 55 hfds55: the HF / IBM blog's 2 rows under the HF Trainer frameworks (llm-hf-accelerate-blog, +8.2 / +10.1%,
-    # 1 within) -- 31 over 5, 24 within (77%): not met
-    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (31, 5, "not met", 24)
+    # 1 within) -- 31 over 5, 24 within (77%): not met. Session 57: KempnerForge's weak-scaling file (12 rows joining the
+    # held KempnerForge group, predicted once: 5 within) -- 43 over 5, 29 within (67%): not met
+    assert (fsdp["rows"], len(fsdp["source_rows"]), fsdp["verdict"], fsdp["within_target"]) == (43, 5, "not met", 29)
     assert "llm-nvidia-nemo" not in fsdp["source_rows"] and fsdp["rows_outside_largest_source"] == 14
     assert fsdp["source_rows"]["llm-hf-accelerate-blog"] == 2
     assert fsdp["source_rows"]["llm-crusoe"] == 8
@@ -237,7 +238,8 @@ def test_the_families_add_up_to_the_plain_commands_held_out_and_development_rows
     # cold review A53 item 1 (mendA53): before pubmix53's Alibaba rows FSDP/ZeRO was thin, resting on a grouping
     # (KempnerForge's two files, config-validation 3 rows and fsdp2 14, counted apart would read met); after the merge it
     # is met on 4 rows outside KempnerForge with the files counted as one source, so no verdict rests on that grouping
-    assert fsdp["source_rows"]["llm-kempnerforge-h200"] == 17 and fsdp["verdict_on_grouping"] == {}
+    # (session 57: the weak-scaling file joins the group, 17 -> 29 rows; still no verdict rests on the grouping)
+    assert fsdp["source_rows"]["llm-kempnerforge-h200"] == 29 and fsdp["verdict_on_grouping"] == {}
     assert by["Megatron/NeMo"]["verdict_on_grouping"] == {}
 
 
