@@ -11,7 +11,8 @@ transformers' LlamaDecoderLayer (FrameworkSpec.hf_llama_saves; hf-fsdp1, hf-deep
                    repeated tensors: 2 x 2 (a d - kv) bytes a token more than the generic K, V at the kv width
                    (transformers' flash_attention_2 path does not repeat; not modelled)
   attention output SDPA's flash kernel writes its output in the (b, s, heads, d) layout: `transpose(1, 2).contiguous()` is
-                   a view, so the out-projection saves no copy (the generic eager count adds 2 s b h)
+                   a view, so the out-projection saves no copy: memory.layer_activation_bytes leaves eager's 2 s b h copy
+                   out under hf_llama_saves, as under bf16_param_block (not a delta here)
 Measured at hfmem57's 1.1B mb4 point: 46.2 h bytes a token a layer (24 h + 8 f: norms 2 x 8 h, Q / K / V / O 8 h) against
 the generic count's 36.7 h.
 
@@ -37,14 +38,14 @@ SWITCHES = ("hf_llama_saves", "deepspeed_zero3_buffers")
 
 
 def layer_extra_bytes(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec) -> float:
-    """Bytes a layer saves beyond memory.layer_activation_bytes' eager count, without recompute (module docstring). The
+    """Bytes a layer saves beyond memory.layer_activation_bytes' eager count, without recompute: the norms' upcasts and
+    the repeated K and V (module docstring). The
     HF frameworks run no tensor, context or sequence parallelism (llm/framework.py refuses them), so s and h are whole."""
     s, b, h = model.seq, batch.micro_batch, model.hidden
     kv = model.kv_heads * model.head_dim
     norms = 2 * NORM_UPCAST_BYTES * s * b * h
     repeated_kv = 2 * 2 * s * b * (model.heads * model.head_dim - kv)
-    no_attention_copy = -2 * s * b * h
-    return norms + repeated_kv + no_attention_copy
+    return norms + repeated_kv
 
 
 def zero3_gradient_bytes(grad_bytes: float, partition_params: float) -> tuple[float, float]:

@@ -152,7 +152,8 @@ def layer_activation_bytes(model: TransformerSpec, par: ParallelSpec, batch: Bat
     if fp8:
         attn += s * b * h / t          # the out-projection's fp8 copy of the attention output
     if fw.eager:   # the contiguous copy of the attention output the out-projection saves; the runner's block: autocast_block
-        attn += (0 if fw.bf16_param_block else 2 * s * b * h / t) + (autocast_block.saved_extra_bytes(model, par, batch) if fw.autocast_block else 0.0)
+        no_copy = fw.bf16_param_block or fw.hf_llama_saves   # the output's layout makes the copy a view (llm/hf_memory.py)
+        attn += (0 if no_copy else 2 * s * b * h / t) + (autocast_block.saved_extra_bytes(model, par, batch) if fw.autocast_block else 0.0)
     if model.moe and par.recomputes("moe"):    # norm2 in and the layer's checkpointed input
         mlp = 2 * s * b * h / sp + 2 * s * b * h / sp
     elif model.moe:
