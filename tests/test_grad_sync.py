@@ -70,6 +70,26 @@ def test_no_sync_holds_the_unsharded_fp32_gradients_beside_the_next_micro_batch(
     assert (peak(4, "step") - peak(4, "micro_batch")) / GiB > 2.5   # 1.5B parameters: 2.8 GiB more
 
 
+def test_no_sync_accumulator_is_held_beside_a_checkpointed_micro_batch_too():
+    """Session 58: under full activation checkpointing (eager frameworks' checkpointed live bytes) the no-sync accumulator
+    was left out of the peak (KempnerForge's 70B at 160 GPUs: 12.7 GiB predicted, 82.9 measured). The peak of a later
+    micro-batch is the static bytes + the accumulator (4 P unsharded, the reduce dtype) + that micro-batch's own
+    checkpointed live bytes, which the sync step's peak holds beside its sharded gradient instead (4 P / dp)."""
+    model = TransformerSpec(16, 2048, 8192, 32, 8, 128256, 2048)
+    p = model.parameter_count()
+
+    def mem(m, sync, recompute="full"):
+        par = ParallelSpec(dp=2, zero=3, grad_sync=sync, recompute=recompute)
+        return stage_memories(model, par, BatchSpec(2 * m, 1, "bf16"), 141e9, TORCHTITAN_FSDP2)[0]
+
+    held = mem(4, "step")
+    assert held.live_peak is not None and held.accumulated_grads == pytest.approx(4 * p)
+    static = held.parameters + held.optimizer
+    assert held.steady_allocated == pytest.approx(static + 4 * p + held.live_peak, rel=1e-12)
+    assert held.steady_allocated - mem(4, "micro_batch").steady_allocated == pytest.approx(4 * p * (1 - 1 / 2), rel=1e-9)
+    assert mem(1, "step").steady_allocated == mem(1, "micro_batch").steady_allocated < held.steady_allocated - 4 * p / 2
+
+
 def test_the_unsynced_backwards_spare_the_reduce_hooks_host_cost():
     """Host-bound FSDP2: no-sync's unsynced backwards issue without the reduce hook, a third of the hooks' cost per layer
     (HOOKS_PER_LAYER); a framework with no hook cost spares nothing, and the sync step does not read it."""

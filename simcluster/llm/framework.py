@@ -263,13 +263,14 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 # parameters gathered in bf16 from an fp32 shard, bf16 compute and residual stream, each unsharded bf16 weight gradient
 # up-cast to fp32 (2 read + 4 written per weight element, every micro-batch) and reduce-scattered in fp32 into the
 # fp32 sharded gradient; AdamW on the fp32 shard (fp32 master + two moments: 12 bytes, 28 of traffic as torch's fused
-# AdamW); fused Wqkv (MPT's attention); its collectives beside compute at the card's measured comm_overlap (as FSDP2,
+# AdamW; held as param_bytes 2 + state_bytes 10, as fms-fsdp's and torchtitan's: the bf16 shard FSDP1 gathers from is
+# transient, so 14 counted 2 bytes a sharded parameter twice until session 58); fused Wqkv (MPT's attention); its collectives beside compute at the card's measured comm_overlap (as FSDP2,
 # llm/eager.py). Kernel-level: MPT's block is eager PyTorch (llm-foundry's MPTBlock: unfused LayerNorm, GeLU, residual
 # adds, the attention output's copy, autograd's gradient adds): eager's op list (ops.eager_backward_extras), without
 # rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
 # Attention: FlashAttention 2 (llm-foundry's `gpu-flash2` install, attn_impl flash) at its measured Hopper rate, every
 # score block computed ('fa2-full': adopted by the registered held-out test on the A100 tables, llm-findings.md session 27).
-COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=12.0,
+COMPOSER_FSDP = FrameworkSpec("composer-fsdp", fused_qkv=True, hybrid_shard=True, param_bytes=2.0, grad_bytes=4.0, state_bytes=10.0,
                               persistent_grads=False, residual_bytes=2, adam_bytes=28.0, grad_accumulate_bytes=6.0,
                               comm_interference=True, transformer_engine=False, logit_bytes=12.0, attention_kernel="fa2-full",
                               eager=True, rope_fusion=False, zero2_wait=True, **EAGER_LOSS)   # FSDP1 SHARD_GRAD_OP: zero 2
@@ -337,14 +338,23 @@ FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 # in eager torch; attention F.scaled_dot_product_attention(is_causal) on a torch of 2026, whose Hopper backend is cuDNN's
 # (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced: the
 # repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation (training/grad.py
-# maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
+# maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec. (Crusoe's torchtitan files name this spec for
+# torchtitan-fsdp2 with the card's attention: its dtypes stay torchtitan's.)
 KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
 # ... with compile_model true (session 46): build_parallel_model applies checkpoint_wrapper per block, fully_shard, then
 # torch.compile(model) (kempnerforge/distributed/parallel.py at 01b461a): the checkpoint is traced into each block's graph
 # and dynamo breaks the graph at FSDP2's hooks (llm/compiled.py "Checkpointed", ckpt_in_graph; seen in the llm-step
 # runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
 # head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
-KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True)
+# Its weights are bf16 (mixed_precision bf16 is the master dtype: config/training.py param_dtype, `model.to(dtype=param_dtype)`
+# in distributed/parallel.py and scripts/train.py at 5666d0d; found in session 46, applied in session 58), so the fused
+# torch.optim.AdamW keeps bf16 moments: 2 + 4 bytes a sharded parameter (state_bytes 4, not torchtitan's fp32 master and
+# moments), FSDP2's sharded gradient in the parameter's dtype after its fp32 reduce (grad_buffer_bytes 2; the no-sync
+# accumulator stays fp32: grad_bytes), and the step reads parameter, gradient and moments and writes parameter and moments at
+# 2 bytes each (adam_bytes 14). Only on this spelling: KempnerForge's one eager row and Crusoe's torchtitan files share
+# kempnerforge-fsdp2.
+KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True,
+                                     state_bytes=4.0, grad_buffer_bytes=2.0, adam_bytes=14.0)
 # Hugging Face transformers' Llama under its Trainer (issue 44, session 55 hfds55; docs/models/llm.md "Hugging Face trainers"
 # gives every value's source): LlamaForCausalLM (transformers 00227283, modeling_llama.py): q / k / v / o and gate / up /
 # down separate nn.Linear, eager LlamaRMSNorm (fp32 upcast) and rotary (rotate_half, torch.cat), SDPA's flash backend or

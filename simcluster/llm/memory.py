@@ -328,18 +328,25 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     elif fw.compiled and par.recompute == "full":   # eager autocast copy is the one left
         copies = 0.0
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
-    live = None
-    if fw.torch_cp and par.cp > 1:   # the ring's gathered K, V and fp32 buffers, after the logits are freed (llm/torch_cp.py)
-        live = acts + copies + max(logits, torch_cp.transient_bytes(model, par, batch))
-    if fw.eager and par.recompute in ("full", "op"):
-        head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
-        live = _checkpointed_live(model, par, batch, fw, acts, logits, copies, head, heads * logit_elements if last else 0.0)
-    after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads)
-    if not fw.persistent_grads and m > 1 and live is None and not partition:   # DeepSpeed ZeRO-3 accumulates into its
+    def live_of(n: int) -> float | None:   # n chunk-micro-batches stashed, where activations, logits and copies do not
+        #                                      all coexist; None: their sum
+        a, lg = acts_of(n), logits_of(n)
+        if fw.eager and par.recompute in ("full", "op"):
+            head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
+            return _checkpointed_live(model, par, batch, fw, a, lg, copies, head, heads * logit_elements if last else 0.0)
+        if fw.torch_cp and par.cp > 1:   # the ring's gathered K, V and fp32 buffers, after the logits are freed (llm/torch_cp.py)
+            return a + copies + max(lg, torch_cp.transient_bytes(model, par, batch))
+        return None
+
+    live = live_of(chunks)
+    after = None   # gradients made by a first backward beside the micro-batches still stashed (several per step, freed grads;
+    #                FSDP no-sync's unsharded accumulator: MemoryBreakdown.accumulated_grads), with or without checkpointing
+    if not fw.persistent_grads and m > 1 and not partition:   # DeepSpeed ZeRO-3 accumulates into its
         #   held partition (static): its step copy exists inside the step only
         n = m - 1 if par.pp_schedule == "gpipe" else chunks if m * par.virtual_stages > chunks else 0   # 1F1B: a forward
         #   follows a backward (a rank runs m x v chunk-micro-batches; chunks of them are stashed at once)
-        after = acts_of(n) + logits_of(max(n, 1)) + copies if n else None
+        if n:
+            after = live_of(n) if live is not None else acts_of(n) + logits_of(n) + copies
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after,
                            grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total), partition)
