@@ -264,7 +264,8 @@ MEGATRON_2023_SYNC = FrameworkSpec("megatron-2023-sync", attention="unfused", gr
 # up-cast to fp32 (2 read + 4 written per weight element, every micro-batch) and reduce-scattered in fp32 into the
 # fp32 sharded gradient; AdamW on the fp32 shard (fp32 master + two moments: 12 bytes, 28 of traffic as torch's fused
 # AdamW; held as param_bytes 2 + state_bytes 10, as fms-fsdp's and torchtitan's: the bf16 shard FSDP1 gathers from is
-# transient, so 14 counted 2 bytes a sharded parameter twice until session 58); fused Wqkv (MPT's attention); its collectives beside compute at the card's measured comm_overlap (as FSDP2,
+# transient, so 14 counted 2 bytes a sharded parameter twice until session 58); fused Wqkv (MPT's attention); its
+# collectives beside compute at the card's measured comm_overlap (as FSDP2,
 # llm/eager.py). Kernel-level: MPT's block is eager PyTorch (llm-foundry's MPTBlock: unfused LayerNorm, GeLU, residual
 # adds, the attention output's copy, autograd's gradient adds): eager's op list (ops.eager_backward_extras), without
 # rotary (MPT's positions are learned: model.rotary false). No host cost (none measured).
