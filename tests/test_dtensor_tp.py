@@ -88,6 +88,25 @@ def test_the_loss_reads_every_logit_on_every_tp_rank_and_the_head_gemm_is_split(
     assert not any(o.name.startswith("logits_layout") for o in vocab_ops.head_backward(MODEL, TP2, BATCH, KF))
 
 
+def test_memory_holds_the_full_logits_on_every_tp_rank_at_the_bf16_loss_bytes():
+    """Session 58: the head's output_layouts Replicate gives each TP rank all T V logits, and KempnerForge's bf16
+    F.cross_entropy with the logits' name kept holds 8 bytes a logit at its backward's peak (measured,
+    calibration/h200x1-lossbytes58-2026-12-02); the head's weights stay split over TP (parameters), Megatron's logits
+    split over TP."""
+    from simcluster.llm.memory import stage_memories
+    par = replace(TP2, dp=2, zero=3)
+    logits = {tp: stage_memories(MODEL, replace(par, tp=tp, sequence_parallel=tp > 1), BATCH, 141e9, KF)[0].logits for tp in (1, 2)}
+    elements = BATCH.micro_batch * MODEL.seq * MODEL.vocab
+    assert KF.logit_bytes == 8.0
+    assert logits[2] == logits[1] == pytest.approx(8.0 * elements)
+    meg = {tp: stage_memories(MODEL, replace(par, tp=tp, zero=1, sequence_parallel=tp > 1), BATCH, 141e9, MEGATRON)[0].logits
+           for tp in (1, 2)}
+    assert meg[2] == pytest.approx(meg[1] / 2)
+    params = {tp: stage_memories(MODEL, replace(par, tp=tp, sequence_parallel=tp > 1), BATCH, 141e9, KF)[0].parameters
+              for tp in (1, 2)}
+    assert params[2] < 0.6 * params[1]
+
+
 def test_refusals_at_their_keys():
     with pytest.raises(LlmConfigError, match="parallel.sequence_parallel"):
         compiled.check_compiled(MODEL, replace(TP2, sequence_parallel=False), KF)

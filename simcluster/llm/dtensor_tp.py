@@ -46,7 +46,8 @@ on every TP rank (vocab_ops, loss_logits).
 Not priced: the 1-rank FSDP2 mesh's copy-in / all-gather / copy-out where dp is 1 (about 12 B per parameter per gather,
 twice a micro-batch: 1-2% of these steps), the eager loss on bf16 logits (priced at framework.EAGER_LOSS, which has the
 .float() up-cast torchtitan's loss has: over-estimates it), loss.item()'s host sync each micro-batch, the replicated
-embedding's memory and the full logits' (memory.py prices Megatron's vocab-parallel ends).
+embedding's memory (memory.py splits it over TP as Megatron's). Memory (session 58): every TP rank holds the full
+logits (memory.py's logit_split 1 here) at the bf16 loss's measured 8 bytes a logit (framework.KEMPNERFORGE_FSDP2_COMPILE).
 """
 
 from __future__ import annotations

@@ -352,10 +352,12 @@ KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attent
 # torch.optim.AdamW keeps bf16 moments: 2 + 4 bytes a sharded parameter (state_bytes 4, not torchtitan's fp32 master and
 # moments), FSDP2's sharded gradient in the parameter's dtype after its fp32 reduce (grad_buffer_bytes 2; the no-sync
 # accumulator stays fp32: grad_bytes), and the step reads parameter, gradient and moments and writes parameter and moments at
-# 2 bytes each (adam_bytes 14). Only on this spelling: KempnerForge's one eager row and Crusoe's torchtitan files share
-# kempnerforge-fsdp2.
+# 2 bytes each (adam_bytes 14). Its loss is F.cross_entropy on the bf16 logits (training/loss.py, no up-cast) with the
+# logits' name held through the backward (scripts/train.py): 8 bytes a logit at the backward's peak, measured
+# (calibration/h200x1-lossbytes58-2026-12-02: 8.00 kept, 6.00 deleted; the .float() loss 14 / 12), logit_bytes 8.
+# Only on this spelling: KempnerForge's one eager row and Crusoe's torchtitan files share kempnerforge-fsdp2.
 KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True,
-                                     state_bytes=4.0, grad_buffer_bytes=2.0, adam_bytes=14.0)
+                                     state_bytes=4.0, grad_buffer_bytes=2.0, adam_bytes=14.0, logit_bytes=8.0)
 # Hugging Face transformers' Llama under its Trainer (issue 44, session 55 hfds55; docs/models/llm.md "Hugging Face trainers"
 # gives every value's source): LlamaForCausalLM (transformers 00227283, modeling_llama.py): q / k / v / o and gate / up /
 # down separate nn.Linear, eager LlamaRMSNorm (fp32 upcast) and rotary (rotate_half, torch.cat), SDPA's flash backend or

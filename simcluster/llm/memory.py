@@ -80,7 +80,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simcluster.llm import autocast_block, compiled, eager_ac, grad_sync, hf_memory, torch_cp
+from simcluster.llm import autocast_block, compiled, dtensor_tp, eager_ac, grad_sync, hf_memory, torch_cp
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
 from simcluster.llm.param_counts import layer_linear_params, layer_params, stage_dense_layers, stage_layers, stage_params
 from simcluster.llm.spec import BatchSpec, ParallelSpec, TransformerSpec
@@ -294,7 +294,9 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         per_layer = (dense_here * dense + (stage_layer_count - dense_here) * per_layer) / stage_layer_count
     residual = fw.stash_residual_bytes * model.seq / par.cp * batch.micro_batch * model.hidden / (par.tp if par.sequence_parallel else 1)
     heads = 1 + model.mtp_layers   # the LM head's logits, and each MTP module's
-    logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / vocab_split
+    logit_split = 1 if dtensor_tp.applies(fw, par) else vocab_split   # KempnerForge's head: output_layouts Replicate, the
+    #                                                                  full logits on every TP rank (llm/dtensor_tp.py)
+    logit_elements = model.seq / par.cp * batch.micro_batch * model.vocab / logit_split
     eager_pp = fw.eager and par.pp > 1   # torch.distributed.pipelining keeps each in-flight micro-batch's stage output
     root_params = model.vocab * model.hidden * (1 if model.tied_embeddings else 2) + model.hidden   # FSDP2's root unit
 
