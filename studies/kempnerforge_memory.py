@@ -40,14 +40,15 @@ def main() -> None:
             pred = mem.allocated / GiB
             err = pred / float(measured) - 1
             size = p.model.parameter_count() / 1e9
-            errs.setdefault(round(size), []).append(err)
+            label = str(run["model"].get("name", "")).split()[1] if len(str(run["model"].get("name", "")).split()) > 1 else f"{size:.0f}B"
+            errs.setdefault(label, []).append(err)
             parts = " / ".join(f"{getattr(mem, k) / GiB:.1f}" for k in ("parameters", "gradients", "optimizer", "activations",
                                                                         "logits", "accumulated_grads"))
             config = f"{size:.0f}B {p.par.gpus} GPUs t{p.par.tp} d{p.par.dp} {p.par.recompute} m{p.batch.micro_batches(p.par.dp)}"
             print(f"{name[4:-5]:40s} {i:3d} {config:44s} {float(measured):12.1f} {pred:9.1f} {err * 100:+6.1f}%  {parts}")
-    print("\nby model size (billions of parameters): rows, mean error, mean |error|")
-    for size, e in sorted(errs.items()):
-        print(f"  {size:4d}  {len(e):3d}  {sum(e) / len(e) * 100:+6.1f}%  {sum(abs(x) for x in e) / len(e) * 100:5.1f}%")
+    print("\nby model (the file's name for it): rows, mean error, mean |error|")
+    for size, e in sorted(errs.items(), key=lambda kv: float(kv[0].rstrip("B"))):
+        print(f"  {size:>5s}  {len(e):3d}  {sum(e) / len(e) * 100:+6.1f}%  {sum(abs(x) for x in e) / len(e) * 100:5.1f}%")
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def test_memory_holds_the_full_logits_on_every_tp_rank_at_the_bf16_loss_bytes():
     assert meg[2] == pytest.approx(meg[1] / 2)
     params = {tp: stage_memories(MODEL, replace(par, tp=tp, sequence_parallel=tp > 1), BATCH, 141e9, KF)[0].parameters
               for tp in (1, 2)}
-    assert params[2] < 0.6 * params[1]
+    assert params[2] == pytest.approx(params[1] / 2, rel=1e-3)   # the head and embedding split too (ColwiseParallel head)
 
 
 def test_refusals_at_their_keys():

@@ -330,12 +330,13 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
     elif fw.compiled and par.recompute == "full":   # eager autocast copy is the one left
         copies = 0.0
     buckets = fw.ddp_bucket_bytes * p.total if dp > 1 and z == 0 else 0.0   # DDP's reducer: unsharded, only when it reduces
-    def live_of(n: int) -> float | None:   # n chunk-micro-batches stashed, where activations, logits and copies do not
-        #                                      all coexist; None: their sum
+    def live_of(n: int, forward: bool = True) -> float | None:   # n chunk-micro-batches stashed, where activations,
+        #   logits and copies do not all coexist (None: their sum); forward False: no forward runs (GPipe's backwards)
         a, lg = acts_of(n), logits_of(n)
         if fw.eager and par.recompute in ("full", "op"):
             head = fw.weight_copy_bytes * model.vocab * model.hidden / vocab_split if last else 0.0
-            return _checkpointed_live(model, par, batch, fw, a, lg, copies, head, heads * logit_elements if last else 0.0)
+            return _checkpointed_live(model, par, batch, fw, a, lg, copies, head, heads * logit_elements if last else 0.0,
+                                      forward)
         if fw.torch_cp and par.cp > 1:   # the ring's gathered K, V and fp32 buffers, after the logits are freed (llm/torch_cp.py)
             return a + copies + max(lg, torch_cp.transient_bytes(model, par, batch))
         return None
@@ -348,7 +349,7 @@ def _stage_memory(model, par, batch, capacity, stage: int, fw: FrameworkSpec) ->
         n = m - 1 if par.pp_schedule == "gpipe" else chunks if m * par.virtual_stages > chunks else 0   # 1F1B: a forward
         #   follows a backward (a rank runs m x v chunk-micro-batches; chunks of them are stashed at once)
         if n:
-            after = live_of(n) if live is not None else acts_of(n) + logits_of(n) + copies
+            after = live_of(n, par.pp_schedule != "gpipe") if live is not None else acts_of(n) + logits_of(n) + copies
     return MemoryBreakdown(params, grads, state, acts, logits, copies, OVERHEAD_BYTES, capacity, label, fw.persistent_grads,
                            cache, buckets, buckets, live, step_end, after,
                            grad_sync.accumulated_grad_bytes(par, m, fw.grad_bytes, p.total), partition)
@@ -366,21 +367,23 @@ def _pipelining_receive_buffers(par: ParallelSpec, m: int, in_flight: int, first
 
 
 def _checkpointed_live(model, par, batch, fw: FrameworkSpec, inputs: float, logits: float, copies: float, head_copy: float,
-                       logit_elements: float) -> float:
+                       logit_elements: float, forward: bool = True) -> float:
     """Live bytes of an eager step with torch.utils.checkpoint per block (non-reentrant): the blocks' inputs (`inputs`)
     are kept throughout; above them the largest of
       the forward's end   autocast's cache still holds every bf16 weight copy; the loss's forward tensors, 2 bytes per
                           logit fewer than at the backward's start (no fp32 gradient yet)
       the backward's start  the LM head's bf16 copy (the only one autograd saved) and the loss's peak
       a block's recompute   its full activations and its own bf16 weight copies (the recomputation's autocast)
-    every N-th block and op checkpointing (llm/eager_ac.py): eager_ac.checkpointed_live, which is this for full."""
+    every N-th block and op checkpointing (llm/eager_ac.py): eager_ac.checkpointed_live, which is this for full.
+    forward False (the live bytes beside a first backward's gradients under GPipe, where backwards follow it): no
+    forward's end."""
     copies_one = fw.weight_copy_bytes * layer_params(model, par).total
     plain = layer_activation_bytes(model, replace(par, recompute="none", recompute_every=1), batch, fw)
     kept = layer_activation_bytes(model, replace(par, recompute_every=1), batch, fw)
     block_input = layer_activation_bytes(model, replace(par, recompute="full", recompute_every=1), batch, fw)
     recompute = eager_ac.recompute_extra_bytes(par, plain, kept, block_input, copies_one)   # op: less its SAC cache
     return eager_ac.checkpointed_live(model.layers, par.recompute_every, inputs, plain, recompute, copies_one,
-                                      copies + logits - 2 * logit_elements, head_copy + logits)
+                                      copies + logits - 2 * logit_elements if forward else 0.0, head_copy + logits)
 
 
 def stage_memories(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, capacity_bytes: float,
