@@ -52,4 +52,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    import study_args  # an unknown argument refused before anything is read
+    study_args.check()
     main()

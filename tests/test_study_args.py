@@ -22,7 +22,9 @@ DEVICE_RUN = ("moe_router_device.py", "moe_kernel_device.py",
               # usage, not study_args' 'accepted:' form, and hfhook55's names hfdev55's script, whose main it imports
               "hfdev55_device.py", "hfhook55_device.py",
               # session 57's memory sets (-hfmem57- development, -hfmemh57- registered): hfdev55's parser, imported
-              "hfmem57_device.py", "hfmemh57_device.py")
+              "hfmem57_device.py", "hfmemh57_device.py",
+              # session 58's loss-bytes measurement (calibration/h200x1-lossbytes58-2026-12-02: a standalone torch script)
+              "loss_bytes_device.py")
 STUDIES = sorted(p for p in (ROOT / "studies").glob("*.py") if p.name != "study_args.py" and p.name not in DEVICE_RUN)
 # the device side of studies/<topic>/: device.py, standalone torch scripts that registered sets ran on the GPU (no
 # simcluster there), and megatron_moe's pinning.py and register.py, which the megatron-moe* / moelab49* sets' device_run.sh
