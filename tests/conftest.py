@@ -155,10 +155,14 @@ def runs_started(bundle: Path) -> str | None:
     return min(stamps, default=None)
 
 
-def bundles_run_after(bundle: Path, calibration: Path = ROOT / "calibration") -> tuple[Path, ...]:
+def bundles_run_after(bundle: Path, calibration: Path = ROOT / "calibration", unstamped_first: bool = False) -> tuple[Path, ...]:
     """Every bundle under `calibration` whose device run started after `bundle`'s (runs_started): the repeats and later
-    sets that `bundle`'s "new when it ran" check leaves out, found by the one rule instead of named by hand."""
+    sets that `bundle`'s "new when it ran" check leaves out, found by the one rule instead of named by hand.
+    unstamped_first: a bundle without a stamp ran before device_lib.sh wrote them (session 38), so before every stamped
+    bundle (session 35's ac6a / ac6b / eager7 / eager8); else such a bundle is a ValueError."""
     own = runs_started(bundle)
+    if own is None and unstamped_first:
+        own = ""
     if own is None:
         raise ValueError(f"{bundle}: no `started` stamp in a commit.txt")
     return tuple(sorted(d for d in calibration.iterdir() if d.is_dir() and d != bundle and (runs_started(d) or "") > own))

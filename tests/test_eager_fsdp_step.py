@@ -50,6 +50,8 @@ def test_the_later_bundles_are_found_by_their_start_and_the_rule_misses_none(tmp
     assert [b.name for b in bundles_run_after(cal / "set", cal)] == ["after", "after2"]
     with pytest.raises(ValueError, match="none: no `started` stamp"):
         bundles_run_after(cal / "none", cal)
+    # session 58: a set from before the stamps ran before every stamped bundle, when the caller says so
+    assert [b.name for b in bundles_run_after(cal / "none", cal, unstamped_first=True)] == ["after", "after2", "before", "set"]
 
 
 def test_every_row_is_new_to_calibration_with_one_repeated_fsdp_row_and_one_ddp_control():

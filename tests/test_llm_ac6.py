@@ -8,7 +8,7 @@ import json
 import pathlib
 
 import pytest
-from conftest import bundles_run_after, load_script, measured_llm_shapes, measured_llm_tokens, registered_shapes, registered_tokens, runs_started
+from conftest import bundles_run_after, load_script, measured_llm_shapes, measured_llm_tokens, registered_shapes, registered_tokens
 
 from simcluster.heldout.eager_registered import read_sac
 
@@ -19,15 +19,6 @@ SETS = ("ac6a", "ac6b")
 
 def _script():
     return load_script("validation/llm_ac6.py")
-
-
-def _run_after(folder: pathlib.Path) -> tuple[pathlib.Path, ...]:
-    """The bundles whose device run started after `folder`'s: conftest.bundles_run_after, and for a set from before
-    device_lib.sh wrote `started` stamps (session 38; ac6a / ac6b / eager7 / eager8 are session 35's) every stamped
-    bundle. What a set's "measured before it" check leaves out (session 58's acaccum58 repeats ac6a's 1.1b 2048:8)."""
-    if runs_started(folder) is None:
-        return tuple(sorted(d for d in (ROOT / "calibration").iterdir() if d.is_dir() and runs_started(d)))
-    return bundles_run_after(folder)
 
 
 def _registered(folder: pathlib.Path) -> list[dict]:
@@ -53,7 +44,7 @@ def test_registered_tokens_repeat_only_the_recorded_ones_and_a_new_set_repeats_n
     names = list(sets)
     for i, name in enumerate(names):
         reg = _registered(sets[name][0])
-        before = measured_llm_tokens(*(sets[n][0] for n in names[i:]), *_run_after(sets[name][0]))   # before it only
+        before = measured_llm_tokens(*(sets[n][0] for n in names[i:]), *bundles_run_after(sets[name][0], unstamped_first=True))   # before it only
         repeated = {(preset, tokens) for preset, _, tokens in registered_tokens(reg) & before}
         assert repeated == REPEATED_TOKENS.get(name, set()), name
 
@@ -82,7 +73,7 @@ def test_the_registration_is_the_plan_on_never_measured_shapes(name):
     folders = [mod.SETS[n][0] for n in (*SETS, "eager7", "eager8")]   # eager7 / eager8 (session 35): none of ac6's shapes either
     assert not any(registered_shapes(reg) & registered_shapes(_registered(mod.SETS[n][0])) for n in mod.SETS if n != name)
     assert max(r["predicted_mem_GiB"] for r in reg) < 110   # fits the 141 GB card without checkpointing, with margin
-    assert not registered_shapes(reg) & measured_llm_shapes(*folders, *_run_after(folder))   # before it ran
+    assert not registered_shapes(reg) & measured_llm_shapes(*folders, *bundles_run_after(folder, unstamped_first=True))   # before it ran
     for r in reg:   # every:2 saves more than full and less than none; full costs the most time
         by_mode = {x["ac_mode"]: x for x in reg if (x["preset"], x["seq"]) == (r["preset"], r["seq"])}
         assert by_mode["full"]["predicted_mem_GiB"] < by_mode["every:2"]["predicted_mem_GiB"] < by_mode["none"]["predicted_mem_GiB"]
