@@ -276,11 +276,12 @@ def registered_before_adopt2g(script, bundle: Path, tmp_path: Path, monkeypatch)
 
 def assert_adopted_zero2_scope(flag: str) -> None:
     """One of the four FSDP2 ZeRO-2 switches as session 48 adopt2g ships it (zero2g's rule D, ADOPTED): on for framework
-    torch's zero 2 and the FSDP2 frameworks (torchtitan-fsdp2, inherited by kempnerforge-fsdp2), off everywhere else."""
+    torch's zero 2 and the FSDP2 frameworks (torchtitan-fsdp2, inherited by torchtitan-fsdp2-card and kempnerforge-fsdp2), off
+    everywhere else."""
     from simcluster.llm import eager, framework
     from simcluster.llm.spec import ParallelSpec
 
-    on = {"torchtitan-fsdp2", "kempnerforge-fsdp2", "kempnerforge-fsdp2-compile"}
+    on = {"torchtitan-fsdp2", "torchtitan-fsdp2-card", "kempnerforge-fsdp2", "kempnerforge-fsdp2-compile"}
     specs = [fw for fw in vars(framework).values() if isinstance(fw, framework.FrameworkSpec)]
     assert {fw.name for fw in specs if getattr(fw, flag)} == on, flag
     assert [getattr(eager.torch_framework(ParallelSpec(dp=2, zero=z)), flag) for z in (0, 2, 3)] == [

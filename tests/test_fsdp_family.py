@@ -82,6 +82,32 @@ def test_kempnerforge_every_row_but_the_uncompiled_one_takes_the_compiled_framew
     assert all(("compile true" in run["experiment"]) == ("compile" in name) for run, name in zip(ref.runs, names, strict=True))
 
 
+def test_kempnerforge_eager_spelling_takes_its_trainers_dtypes_and_crusoe_keeps_torchtitans():
+    """Session 59: kempnerforge-fsdp2 (its one eager row, 7) takes the trainer's bf16 weights and moments, bf16 sharded
+    gradient, bf16 loss bytes (the compiled spelling's, which now derives them); Crusoe's torchtitan files name
+    torchtitan-fsdp2-card, torchtitan-fsdp2 with the card's attention (the spec they were predicted with). Row 7's peak:
+    88.5 GiB printed, 107.2 predicted with torchtitan's dtypes (+21.1%), now within 1%."""
+    from dataclasses import replace
+
+    from simcluster.llm.framework import KEMPNERFORGE_FSDP2, KEMPNERFORGE_FSDP2_COMPILE, TORCHTITAN_FSDP2, TORCHTITAN_FSDP2_CARD
+    from simcluster.llm.memory import GiB, memory_per_gpu
+    from simcluster.published import read_published
+    from simcluster.reference.llm import llm_usage, predict_run
+
+    dtypes = ("state_bytes", "grad_buffer_bytes", "adam_bytes", "logit_bytes")
+    assert [getattr(KEMPNERFORGE_FSDP2, k) for k in dtypes] == [4.0, 2.0, 14.0, 8.0]
+    assert all(getattr(KEMPNERFORGE_FSDP2_COMPILE, k) == getattr(KEMPNERFORGE_FSDP2, k) for k in dtypes)
+    assert TORCHTITAN_FSDP2_CARD == replace(TORCHTITAN_FSDP2, name="torchtitan-fsdp2-card", attention_kernel="card")
+    for gpu in ("b200", "h100", "h200"):
+        doc = yaml.safe_load((ROOT / "calibration" / "published" / f"llm-crusoe-torchtitan-{gpu}.yaml").read_text())
+        assert doc["simcluster"]["framework"] == "torchtitan-fsdp2-card"
+    ref = read_published(ROOT / "calibration" / "published" / "llm-kempnerforge-h200-fsdp2.yaml", "published-llm-run")
+    p = predict_run(ref, llm_usage(ref), 7, ref.runs[7])
+    assert p.framework.name == "kempnerforge-fsdp2" and p.framework.state_bytes == 4.0
+    mem = memory_per_gpu(p.model, p.par, p.batch, p.gpu.hbm_capacity_bytes, p.framework)
+    assert abs(mem.allocated / GiB / ref.runs[7]["measured"]["memory_GB"] - 1) < 0.01
+
+
 def llama_params(m: dict) -> float:
     """A Llama block's and untied embedding / head's parameters from the recorded shape (GQA q / o d x d, k / v d x d kv/h,
     SwiGLU 3 d ffn, two norms; final norm): the arithmetic KempnerForge's num_params_estimate does."""

@@ -35,7 +35,8 @@ def test_one_source_group_held_out_under_the_cudnn_framework():
     for doc in DOCS.values():
         usage = doc["simcluster"]
         assert usage["source_group"] == "llm-crusoe" and usage["held_out"] is True
-        assert usage["framework"] == "kempnerforge-fsdp2" and not usage.get("runs_not_compared")
+        # named kempnerforge-fsdp2 until session 59 (the same spec: torchtitan-fsdp2 with the card's attention)
+        assert usage["framework"] == "torchtitan-fsdp2-card" and not usage.get("runs_not_compared")
         assert "EXPECTATION" in doc["notes"]
 
 
@@ -116,6 +117,7 @@ def test_llm_files_whose_text_says_the_nics_are_not_stated_carry_the_mark():
         if re.search(r"not stated|not printed|assumed", str((doc.get("system") or {}).get("nic") or ""), re.I) and path.stem not in FROM_SPEC:
             assert machine.get("nics_assumed"), path.name
     # 35 at mendF54; 37 with session 55 moe55's two MoE files (the model cards, Megatron-LM's recipe index); 38 with hfds55's HF blog file
-    # 39 with session 57's KempnerForge weak-scaling file
-    assert len(marked) == 39 and {"llm-dgxc-benchmarking-v25.05-deepseek-v3-h100", "llm-fms-fsdp-a100", "llm-bloom176b-tr11",
+    # 39 with session 57's KempnerForge weak-scaling file; 40 with session 59's Oracle MLPerf file (NIC count not stated)
+    assert "llm-mlperf-training-v4.1-oracle-gpt3-h100" in marked and "llm-mlperf-training-v4.1-nvidia-gpt3-h100" not in marked
+    assert len(marked) == 40 and {"llm-dgxc-benchmarking-v25.05-deepseek-v3-h100", "llm-fms-fsdp-a100", "llm-bloom176b-tr11",
                                   "llm-crusoe-torchtitan-b200", "llm-kempnerforge-h200-fsdp2"} <= marked

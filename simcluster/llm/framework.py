@@ -339,14 +339,7 @@ FMS_FSDP_COMPILE = replace(FMS_FSDP, name="fms-fsdp-compile", compiled=True)
 # in eager torch; attention F.scaled_dot_product_attention(is_causal) on a torch of 2026, whose Hopper backend is cuDNN's
 # (the GPU card's measured SDPA, 'card'; the repository's 13B profile lists aten::_cudnn_attention_backward). Not priced: the
 # repeat_interleave copies of K and V to the query heads before SDPA. Its no-sync gradient accumulation (training/grad.py
-# maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec. (Crusoe's torchtitan files name this spec for
-# torchtitan-fsdp2 with the card's attention: its dtypes stay torchtitan's.)
-KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attention_kernel="card")
-# ... with compile_model true (session 46): build_parallel_model applies checkpoint_wrapper per block, fully_shard, then
-# torch.compile(model) (kempnerforge/distributed/parallel.py at 01b461a): the checkpoint is traced into each block's graph
-# and dynamo breaks the graph at FSDP2's hooks (llm/compiled.py "Checkpointed", ckpt_in_graph; seen in the llm-step
-# runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
-# head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
+# maybe_no_sync) is parallel.grad_sync: step (llm/grad_sync.py), not this spec.
 # Its weights are bf16 (mixed_precision bf16 is the master dtype: config/training.py param_dtype, `model.to(dtype=param_dtype)`
 # in distributed/parallel.py and scripts/train.py at 5666d0d; found in session 46, applied in session 58), so the fused
 # torch.optim.AdamW keeps bf16 moments: 2 + 4 bytes a sharded parameter (state_bytes 4, not torchtitan's fp32 master and
@@ -355,9 +348,18 @@ KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2, name="kempnerforge-fsdp2", attent
 # 2 bytes each (adam_bytes 14). Its loss is F.cross_entropy on the bf16 logits (training/loss.py, no up-cast) with the
 # logits' name held through the backward (scripts/train.py): 8 bytes a logit at the backward's peak, measured
 # (calibration/h200x1-lossbytes58-2026-12-02: 8.00 kept, 6.00 deleted; the .float() loss 14 / 12), logit_bytes 8.
-# Only on this spelling: KempnerForge's one eager row and Crusoe's torchtitan files share kempnerforge-fsdp2.
-KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True,
-                                     state_bytes=4.0, grad_buffer_bytes=2.0, adam_bytes=14.0, logit_bytes=8.0)
+# These are the trainer's, compiled or not (session 59: its one eager row had kept torchtitan's dtypes through a name it
+# shared with Crusoe's files, which now name torchtitan-fsdp2-card).
+TORCHTITAN_FSDP2_CARD = replace(TORCHTITAN_FSDP2, name="torchtitan-fsdp2-card", attention_kernel="card")
+KEMPNERFORGE_FSDP2 = replace(TORCHTITAN_FSDP2_CARD, name="kempnerforge-fsdp2", state_bytes=4.0, grad_buffer_bytes=2.0,
+                             adam_bytes=14.0, logit_bytes=8.0)
+# ... with compile_model true (session 46): build_parallel_model applies checkpoint_wrapper per block, fully_shard, then
+# torch.compile(model) (kempnerforge/distributed/parallel.py at 01b461a): the checkpoint is traced into each block's graph
+# and dynamo breaks the graph at FSDP2's hooks (llm/compiled.py "Checkpointed", ckpt_in_graph; seen in the llm-step
+# runner's --compile-scope model, which builds the same order). Not priced: the root's compiled embedding, final norm,
+# head and loss (eager's kernels priced), Inductor's fusion across block boundaries on one GPU without FSDP's breaks.
+# Its dtypes and loss bytes are the eager spelling's (above).
+KEMPNERFORGE_FSDP2_COMPILE = replace(KEMPNERFORGE_FSDP2, name="kempnerforge-fsdp2-compile", compiled=True, ckpt_in_graph=True, dtensor_sp=True)
 # Hugging Face transformers' Llama under its Trainer (issue 44, session 55 hfds55; docs/models/llm.md "Hugging Face trainers"
 # gives every value's source): LlamaForCausalLM (transformers 00227283, modeling_llama.py): q / k / v / o and gate / up /
 # down separate nn.Linear, eager LlamaRMSNorm (fp32 upcast) and rotary (rotate_half, torch.cat), SDPA's flash backend or
@@ -389,5 +391,5 @@ HF_DEEPSPEED_OVERLAP = replace(HF_DEEPSPEED, name="hf-deepspeed-overlap", dp_on_
 # Trainer's default backward_prefetch NO_PREFETCH leaves the next unit's gather to its pre-backward hook: assumed as early).
 HF_FSDP1 = replace(FMS_FSDP, name="hf-fsdp1", **HF_LLAMA)
 FRAMEWORKS = {f.name: f for f in (MEGATRON, TORCH_AMP, MEGATRON_UNFUSED, MEGATRON_LOCAL, MEGATRON_UNFUSED_LOSS, MEGATRON_2023_SYNC, COMPOSER_FSDP,
-                                  MEGATRON_FA2, TORCHTITAN_FSDP2, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2,
+                                  MEGATRON_FA2, TORCHTITAN_FSDP2, TORCHTITAN_FSDP2_CARD, FMS_FSDP, FMS_FSDP_COMPILE, KEMPNERFORGE_FSDP2,
                                   KEMPNERFORGE_FSDP2_COMPILE, HF_DEEPSPEED, HF_DEEPSPEED_OVERLAP, HF_FSDP1)}

@@ -42,7 +42,7 @@ class Regime:
 # PyTorch FSDP under its trainers at scale (llm/framework.py): FSDP2 in torchtitan, FSDP1 in fms-fsdp and Composer. One
 # family, as every Megatron-Core variant is one: the model prices the same mechanism for all three (a gather per block
 # one block ahead, a reduce_scatter per block, sharded AdamW), they differ in dtypes and kernels (issue 44, llmfam)
-FSDP_TRAINERS = ("torchtitan-fsdp2", "fms-fsdp", "composer-fsdp", "fms-fsdp-compile", "kempnerforge-fsdp2",
+FSDP_TRAINERS = ("torchtitan-fsdp2", "torchtitan-fsdp2-card", "fms-fsdp", "composer-fsdp", "fms-fsdp-compile", "kempnerforge-fsdp2",
                  "kempnerforge-fsdp2-compile")
 # a trainer's compiled variant (its blocks under torch.compile): a regime of its own in the family, as +compile is
 # under eager PyTorch, unvalidated until rows of it exist (session 42, fsdpsrc)
