@@ -27,20 +27,25 @@ ACCUMULATE_BYTES = 10   # llm/framework.FrameworkSpec.grad_accumulate_bytes (Meg
 def main(path: Path) -> None:
     doc = json.loads(path.read_text())
     gpu = load_gpu(CARD)[0]
+    print("fp8 fwd: the forward GEMM [tokens, N] = [tokens, K_in] [K_in, N], bf16 out, and the card's price; fp8 bf16 / f32 /"
+          " f32+add: the weight gradient with a bf16 output, an fp32 output, an fp32 output added into main_grad; card: the"
+          " card's fp8 weight-gradient GEMM; model: card + the 10-byte main_grad pass (what the model prices); bf16 / bf16"
+          " acc: torch.mm and torch.addmm into an fp32 C")
     print(f"{doc['device'].get('name')}, torch {doc.get('torch')}, preheat {doc.get('preheat_s')} s; times in us")
     print(f"{'weight':9s} {'tok':>5s} {'M x N x K':>19s} | {'fp8 fwd':>8s} {'card':>7s} | {'fp8 bf16':>8s} {'fp8 f32':>8s} "
-          f"{'f32+add':>8s} | {'model':>8s} | {'bf16':>7s} {'bf16 acc':>8s} {'acc/bf16':>8s}")
+          f"{'f32+add':>8s} | {'card':>7s} {'model':>8s} | {'bf16':>7s} {'bf16 acc':>8s} {'acc/bf16':>8s}")
     for g in doc["gemms"]:
         m, n, k = g["m"], g["n"], g["k"]
         card_fwd = gpu.gemm_time_s(k, n, m, dtype="fp8")   # the forward GEMM [tokens, N] = [tokens, K_in] [K_in, N]
-        model = gpu.gemm_time_s(m, n, k, dtype="fp8") + gpu.memory_time_s(ACCUMULATE_BYTES * m * n)
+        card_wgrad = gpu.gemm_time_s(m, n, k, dtype="fp8")
+        model = card_wgrad + gpu.memory_time_s(ACCUMULATE_BYTES * m * n)
 
         def us(key, g=g):
             v = g.get(key + "_s")
             return f"{v * 1e6:8.1f}" if v is not None else f"{'-':>8s}"
         ratio = (g["bf16_fp32_accumulate_s"] / g["bf16_out_s"]) if g.get("bf16_fp32_accumulate_s") else None
         print(f"{g['weight']:9s} {g['tokens']:5d} {m:>6d}x{n:>6d}x{k:>5d} | {us('fp8_forward_bf16_out')} {card_fwd * 1e6:7.1f} | "
-              f"{us('fp8_bf16_out')} {us('fp8_fp32_out')} {us('fp8_fp32_out_then_add')} | {model * 1e6:8.1f} | "
+              f"{us('fp8_bf16_out')} {us('fp8_fp32_out')} {us('fp8_fp32_out_then_add')} | {card_wgrad * 1e6:7.1f} {model * 1e6:8.1f} | "
               f"{us('bf16_out')[1:]} {us('bf16_fp32_accumulate')} {ratio if ratio is None else f'{ratio:8.2f}'}")
 
 
