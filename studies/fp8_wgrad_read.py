@@ -17,15 +17,29 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simcluster.errors import SimclusterError  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.llm.framework import MEGATRON  # noqa: E402
 
 DEFAULT = ROOT / "calibration" / "h200x1-fp8wgrad59-2026-12-02" / "runs" / "fp8-wgrad.json"
 CARD = ROOT / "models" / "gpu" / "h200-sxm.yaml"
-ACCUMULATE_BYTES = 10   # llm/framework.FrameworkSpec.grad_accumulate_bytes (Megatron)
+ACCUMULATE_BYTES = MEGATRON.grad_accumulate_bytes   # the main_grad pass the model prices (llm/ops.grad_accumulate)
+
+
+def read(path: Path) -> dict:
+    """The device document, or one line naming the file and what was expected (exit 2)."""
+    try:
+        doc = json.loads(path.read_text())
+        if not isinstance(doc, dict) or not isinstance(doc.get("gemms"), list):
+            raise SimclusterError("expected fp8_wgrad_device.py's JSON document (a 'gemms' list)")
+        return doc
+    except (OSError, json.JSONDecodeError, SimclusterError) as e:
+        print(f"fp8_wgrad_read.py: {path}: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main(path: Path) -> None:
-    doc = json.loads(path.read_text())
+    doc = read(path)
     gpu = load_gpu(CARD)[0]
     print("fp8 fwd: the forward GEMM [tokens, N] = [tokens, K_in] [K_in, N], bf16 out, and the card's price; fp8 bf16 / f32 /"
           " f32+add: the weight gradient with a bf16 output, an fp32 output, an fp32 output added into main_grad; card: the"

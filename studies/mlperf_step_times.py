@@ -26,16 +26,18 @@ MARK = ":::MLLOG "
 
 
 def events(path: Path) -> list[dict]:
-    """Every MLLOG event of the log (rank prefixes such as '   0: ' ignored), in file order; unreadable JSON skipped."""
+    """Every MLLOG event of the log (rank prefixes such as '   0: ' ignored), in file order; unreadable JSON and non-objects skipped."""
     out = []
     for line in path.read_text(errors="replace").splitlines():
         at = line.find(MARK)
         if at < 0:
             continue
         try:
-            out.append(json.loads(line[at + len(MARK):]))
+            event = json.loads(line[at + len(MARK):])
         except json.JSONDecodeError:
             continue
+        if isinstance(event, dict):
+            out.append(event)
     return out
 
 
@@ -57,9 +59,10 @@ def block_step_times(evs: list[dict], batch_tokens: int) -> list[float]:
         if e.get("key") == "block_start":
             start = e
         elif e.get("key") == "block_stop" and start is not None:
-            steps = float(start["metadata"]["epoch_count"]) / batch_tokens
-            out.append((e["time_ms"] - start["time_ms"]) / 1e3 / steps)
-            start = None
+            tokens = (start.get("metadata") or {}).get("epoch_count")
+            if isinstance(tokens, (int, float)) and tokens > 0 and "time_ms" in e and "time_ms" in start:
+                out.append((e["time_ms"] - start["time_ms"]) / 1e3 / (tokens / batch_tokens))
+            start = None   # a block without its token count or times is left out
     return out[1:]
 
 
@@ -87,7 +90,11 @@ def main() -> None:
         if not log.is_file():
             print(f"mlperf_step_times.py: {log}: not a file", file=sys.stderr)
             raise SystemExit(2)
-        print(summary(log))
+        try:
+            print(summary(log))
+        except (TypeError, ValueError, KeyError) as e:   # a value of the wrong type in an event
+            print(f"mlperf_step_times.py: {log}: unreadable MLLOG values ({e!r})", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

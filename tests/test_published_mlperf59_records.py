@@ -71,7 +71,9 @@ def test_the_reader_takes_step_timings_and_blocks_after_the_first(tmp_path):
              _mllog(1000, "block_start", epoch_count=3 * batch_tokens), _mllog(1000, "tracked_stats", {"train_step_timing in s": 2.5}),
              _mllog(10000, "block_stop", epoch_count=3 * batch_tokens),
              _mllog(10500, "block_start", epoch_count=2 * batch_tokens), _mllog(11000, "tracked_stats", {"train_step_timing in s": 1.5}),
-             _mllog(14500, "block_stop", epoch_count=2 * batch_tokens)]
+             _mllog(14500, "block_stop", epoch_count=2 * batch_tokens),
+             _mllog(15000, "block_start"), _mllog(16000, "block_stop"),   # no token count: left out
+             "   0: :::MLLOG [1, 2]"]
     log = tmp_path / "result_0.txt"
     log.write_text("\n".join(lines) + "\n")
     evs = study.events(log)
@@ -80,6 +82,21 @@ def test_the_reader_takes_step_timings_and_blocks_after_the_first(tmp_path):
     text = study.summary(log)
     assert "GBS 4 seq 8 accumulation 2" in text and "steps 2 median 2.0000 mean 2.0000 min 1.5000 max 2.5000" in text
     assert "blocks 1 (first left out) median 2.0000" in text
+
+
+def test_the_readers_refuse_bad_input_in_one_line(tmp_path):
+    """A path that is no file (mlperf_step_times.py) and a document that is not fp8_wgrad_device.py's (fp8_wgrad_read.py):
+    one line naming it, exit 2, no traceback."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "doc.json"
+    bad.write_text("[1, 2]")
+    for script, arg, words in (("studies/mlperf_step_times.py", tmp_path / "missing.txt", "not a file"),
+                               ("studies/fp8_wgrad_read.py", bad, "a 'gemms' list"),
+                               ("studies/fp8_wgrad_read.py", tmp_path / "missing.json", "No such file")):
+        r = subprocess.run([sys.executable, str(ROOT / script), str(arg)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (script, r.stderr)
 
 
 def test_files_are_held_out_with_their_expectation_each_its_own_source():
