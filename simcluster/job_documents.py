@@ -212,8 +212,6 @@ class Framework(Section):
     rope_fusion: Flag = None                 # MLA's rotary: Megatron-Core's apply_rope_fusion (llm/mla_layout.py); null: the framework's
     moe_graphs: Flag = None                  # MoE router and dispatcher preprocess in CUDA graphs (llm/moe_graphs.py); null: captured
     moe_router_fusion: Flag = None           # Megatron-Core's fused MoE router; false: its unfused one (llm/moe_router_unfused.py); null: fused
-    grad_reduce_in_fp32: Flag = None         # Megatron's main_grad buffer in fp32 (true) or bf16 (false: memory and the accumulation pass,
-                                             # FrameworkSpec.accumulate_bytes); null: the framework's (fp32)
 
 
 Rate = Quantity(units.parse_bandwidth, 0.0, 1e18, above=True, what="rate", si=True)   # bytes/s, > 0

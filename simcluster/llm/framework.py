@@ -36,10 +36,6 @@ class MoeHost:
 # Nsight profile of H100 BF16 with CUDA graphs over router and preprocess (llm/moe_sync.py docstring; python
 # studies/moe_te_host.py; tests/test_llm_moe_sync.py checks it). B200 / GB200 hosts and fp8 runs use this H100 value unmeasured (extrapolated; llm/caveats.py)
 MOE_SYNC_KERNEL_S = 147.2e-6   # 143.8 .. 150.6 us for the idle -25% .. +25% (146.3 before session 39's cuDNN attention form)
-# Megatron's main_grad accumulation (FrameworkSpec.accumulate_bytes): the bf16 weight gradient read (WGRAD_BYTES) and the
-# buffer's element read and written; with the fp32 buffer 2 + 2 x 4 (session 19's measured pass, bf16 weight gradients)
-WGRAD_BYTES = 2.0
-MAIN_GRAD_FP32_BYTES = 10.0
 
 
 @dataclass(frozen=True)
@@ -144,16 +140,14 @@ class FrameworkSpec:
     grad_scale_bytes: float = 0.0     # per parameter per step: torch.distributed.pipelining's scale_grads divides every
                                       # gradient by the micro-batch count after the backward (read + write, fp32: 8)
     grad_accumulate_bytes: float = 10.0   # per weight element per micro-batch: the weight gradient added into the fp32
-                                          # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none; the
-                                          # default (MAIN_GRAD_FP32_BYTES) follows grad_buffer_bytes (accumulate_bytes)
+                                          # main_grad (bf16 read, fp32 read + write; ops.grad_accumulate); 0 = none
     torch_cp: bool = False            # context parallelism as torch's context_parallel runs it (llm/torch_cp.py; cp > 1)
     hybrid_shard: bool = False        # its code runs HSDP (parallel.dp_shard < dp: shard inside a group, replicate across;
                                       # llm/hsdp.py): FSDP1 HYBRID_SHARD (fms-fsdp 'hsdp', Composer), FSDP2's 2-D mesh (torchtitan)
     autocast_block: bool = False      # the llm-step runner's block under autocast with fp32 weights (llm/autocast_block.py):
                                       # fp32 rotary, non-vectorized mixed-dtype kernels, no attention-output / q/k/v gradient
                                       # copies (cuDNN's layout), every linear saving its own bf16 cast of its input
-    # memory (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes); grad_buffer_bytes also prices
-    # Megatron's main_grad accumulation (accumulate_bytes, session 60)
+    # memory only (llm/memory.py; the step's DP traffic stays at param_bytes / grad_bytes, so step times do not depend on them)
     grad_buffer_bytes: float = 4.0    # the gradient buffer's element: Megatron's fp32 main_grad for bf16 (2 with grad_reduce_in_fp32 off)
     transformer_engine: bool = True   # TE layers: under fp8 the GEMM inputs are saved in 1 byte and each linear weight's fp8 copy and
                                       # transpose are cached across micro-batches (llm/memory.py); and (step time) the MoE host
@@ -184,17 +178,6 @@ class FrameworkSpec:
                                       # fp32 upcast, K and V after repeat_kv, no attention-output copy
     deepspeed_zero3_buffers: bool = False  # DeepSpeed stage 3's flat gradient partition, held, and its step's fp32 gradient of
                                            # one sub-group (llm/hf_memory.py, memory only; parallel.zero 3)
-
-    @property
-    def accumulate_bytes(self) -> float:
-        """Bytes per weight element per micro-batch of the weight-gradient accumulation (ops.grad_accumulate): Megatron's
-        main_grad pass (grad_accumulate_bytes MAIN_GRAD_FP32_BYTES, the default) reads the bf16 weight gradient and reads
-        and writes main_grad in the gradient buffer's own element, WGRAD_BYTES + 2 grad_buffer_bytes: 10 for the fp32
-        buffer, 6 for a bf16 one (grad_reduce_in_fp32 off: Megatron-Core's DDP buffer, Apex's grad_sync_dtype bf16
-        contiguous buffer, whose views are main_grad). Other frameworks' grad_accumulate_bytes as stated."""
-        if self.grad_accumulate_bytes == MAIN_GRAD_FP32_BYTES:
-            return WGRAD_BYTES + 2 * self.grad_buffer_bytes
-        return self.grad_accumulate_bytes
 
     @property
     def stash_residual_bytes(self) -> int:

@@ -26,8 +26,6 @@
                                  # moe_graphs: true | false (MoE router and preprocess in CUDA graphs: llm/moe_graphs.py)
                                  # moe_router_fusion: true | false (Megatron-Core's fused router; false: its unfused
                                  # TopKRouter, priced from one measurement, llm/moe_router_unfused.py; default true)
-                                 # grad_reduce_in_fp32: true | false (Megatron's gradient buffer: false keeps main_grad in
-                                 # bf16, 2 bytes a parameter held and a 6-byte accumulation pass; default true)
 The machine names the GPU card (machine.gpu.card); dp x tp x pp x cp must equal its GPU count. Every
 inconsistency is the reader's one-line error at the offending key (file:line).
 """
@@ -40,7 +38,7 @@ from simcluster.job_documents import LLM_TRAINING, MODEL_VARIANTS, Framework
 from simcluster.llm import eager, eager_ac, hf_hooks, moe_router_term
 from simcluster.llm.comm import check_dispatch
 from simcluster.llm.compiled import check_compiled
-from simcluster.llm.framework import FRAMEWORKS, MAIN_GRAD_FP32_BYTES, FrameworkSpec
+from simcluster.llm.framework import FRAMEWORKS, FrameworkSpec
 from simcluster.llm.reliability import Reliability, parse_failure_rate, read_reliability
 from simcluster.llm.spec import (
     FP8_SCALINGS,
@@ -74,15 +72,13 @@ class LlmJob:
     rope_fusion: bool | None = None                      # framework.rope_fusion (MLA); None: the framework's default
     moe_graphs: bool | None = None                       # framework.moe_graphs (MoE, Transformer Engine); None: captured
     moe_router_fusion: bool | None = None                # framework.moe_router_fusion (MoE, megatron / -te-fa2); None: fused
-    grad_reduce_in_fp32: bool | None = None              # framework.grad_buffer_bytes 4 (True) / 2 (False); None: the framework's
 
     def framework_spec(self):
         """The FrameworkSpec the step model runs this job with."""
         fw = _framework_spec(self.framework, self.model, self.parallel, self.batch, dict(self.host_costs), self.compiled)
         fw = fw if self.rope_fusion is None else replace(fw, rope_fusion=self.rope_fusion)
         fw = fw if self.moe_graphs is None else replace(fw, moe_graphs=self.moe_graphs)
-        fw = fw if self.moe_router_fusion is None else replace(fw, moe_router_fusion=self.moe_router_fusion)
-        return fw if self.grad_reduce_in_fp32 is None else replace(fw, grad_buffer_bytes=4.0 if self.grad_reduce_in_fp32 else 2.0)
+        return fw if self.moe_router_fusion is None else replace(fw, moe_router_fusion=self.moe_router_fusion)
 
 
 def _framework_spec(name: str, model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, hosts: dict,
@@ -152,10 +148,6 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
         r.fail(f"{key}.framework.moe_router_fusion", "prices Megatron-Core's MoE router on the frameworks "
                f"{', '.join(moe_router_term.ADOPTED)} (llm/moe_router_unfused.py); this model or framework has none",
                hint="remove it")
-    fp32_grads = j.framework.grad_reduce_in_fp32 if isinstance(j.framework, Framework) else None
-    if fp32_grads is not None and (fw.eager or fw.grad_accumulate_bytes != MAIN_GRAD_FP32_BYTES):
-        r.fail(f"{key}.framework.grad_reduce_in_fp32", f"sets Megatron's main_grad buffer; framework {fw.name} keeps its "
-               "gradients its own way", hint="remove it, or a Megatron framework")
     rel = None
     if "reliability" in job:
         from simcluster.llm.goodput import checkpoint_plan
@@ -165,7 +157,7 @@ def read_llm_job(r, job: dict, key: str, machine) -> LlmJob:
     return LlmJob(model, par, batch, train_tokens=None if j.train_tokens is None else parse_count(j.train_tokens),
                   reliability=rel, framework=framework,
                   host_costs=tuple(sorted(hosts.items())), compiled=compiled, rope_fusion=rope_fusion, moe_graphs=moe_graphs,
-                  moe_router_fusion=fusion, grad_reduce_in_fp32=fp32_grads)
+                  moe_router_fusion=fusion)
 
 
 def _framework(r, j, job: dict, key: str, par: ParallelSpec, precision: str) -> tuple[str, dict]:

@@ -335,12 +335,11 @@ def layer_backward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, 
 
 
 def grad_accumulate(fwd: list[Op], fw: FrameworkSpec, fill_bytes: float = 0.0) -> list[Op]:
-    """Every weight gradient added into its persistent main_grad each micro-batch (Megatron): one pass per weight
-    GEMM of fw.accumulate_bytes per weight element (bf16 gradient read, main_grad read and written in the gradient
-    buffer's element: 10 for fp32, 6 for bf16), plus fill_bytes per element where the gradient is first made as a zeroed
-    dense tensor (the embedding's)."""
+    """Every weight gradient added into its persistent fp32 main_grad each micro-batch (Megatron): one pass per weight
+    GEMM of fw.grad_accumulate_bytes per weight element (bf16 gradient read, fp32 main_grad read and written: 10), plus
+    fill_bytes per element where the gradient is first made as a zeroed dense tensor (the embedding's)."""
     weights = [o for o in fwd if o.kind == "gemm" and not o.name.startswith("core.")]
-    if not fw.accumulate_bytes or not weights:
+    if not fw.grad_accumulate_bytes or not weights:
         return []
     elements = sum(o.shape[1] * o.shape[2] * o.shape[3] for o in weights)   # K N per (batched) weight
-    return [memory("main_grad_accumulate", (fw.accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
+    return [memory("main_grad_accumulate", (fw.grad_accumulate_bytes + fill_bytes) * elements / len(weights), count=len(weights))]
