@@ -1,13 +1,13 @@
 """Step times from MLPerf Training result logs (`:::MLLOG {json}` lines, mlperf-logging's format): read-only, not a test.
 
 Two readings of one log, both arithmetic on what it prints:
-- `train_step_timing in s` (NVIDIA's NeMo implementation logs it as a `tracked_stats` event, one per logged step): the
-  median, mean, min and max over the run's steps;
+- `train_step_timing in s` (`train_step_timing` in v3.1's logs; NVIDIA's NeMo implementation logs it as a `tracked_stats`
+  event, one per logged step): the median, mean, min and max over the run's steps;
 - blocks: each `block_start` / `block_stop` pair spans `epoch_count` tokens of training between two evaluations (the
   evaluation runs outside the block), so a block's step time = its duration / (epoch_count / (global_batch_size x
   max_sequence_length)). The first block is left out (it holds the warm-up steps after run_start); the median over the
   others is printed. Logs without per-step timings (NVIDIA's 1,452-node GPT-3 run) have only this reading.
-Used to record calibration/published/llm-mlperf-training-v4.1-*.yaml (session 59):
+Used to record calibration/published/llm-mlperf-training-v4.1-*.yaml (session 59), -v4.0-smc and -v3.1-azure (session 60):
     python studies/mlperf_step_times.py LOG [LOG ...]
 """
 
@@ -45,11 +45,18 @@ def first_value(evs: list[dict], key: str):
     return next((e["value"] for e in evs if e.get("key") == key), None)
 
 
+STEP_TIMING_KEYS = ("train_step_timing in s", "train_step_timing")   # v4.x logs / v3.1 logs (the same NeMo timer, seconds)
+
+
 def step_timings(evs: list[dict]) -> list[float]:
-    """The logged per-step times, seconds."""
-    return [float(e["value"]["train_step_timing in s"]) for e in evs
-            if e.get("key") == "tracked_stats" and isinstance(e.get("value"), dict)
-            and "train_step_timing in s" in e["value"]]
+    """The logged per-step times, seconds (the first of STEP_TIMING_KEYS a tracked_stats event holds)."""
+    out = []
+    for e in evs:
+        value = e.get("value") if e.get("key") == "tracked_stats" else None
+        key = next((k for k in STEP_TIMING_KEYS if k in value), None) if isinstance(value, dict) else None
+        if key:
+            out.append(float(value[key]))
+    return out
 
 
 def block_step_times(evs: list[dict], batch_tokens: int) -> list[float]:

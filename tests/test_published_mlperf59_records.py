@@ -70,7 +70,7 @@ def test_the_reader_takes_step_timings_and_blocks_after_the_first(tmp_path):
              _mllog(0, "gradient_accumulation_steps", 2), "   0: :::MLLOG {broken",
              _mllog(1000, "block_start", epoch_count=3 * batch_tokens), _mllog(1000, "tracked_stats", {"train_step_timing in s": 2.5}),
              _mllog(10000, "block_stop", epoch_count=3 * batch_tokens),
-             _mllog(10500, "block_start", epoch_count=2 * batch_tokens), _mllog(11000, "tracked_stats", {"train_step_timing in s": 1.5}),
+             _mllog(10500, "block_start", epoch_count=2 * batch_tokens), _mllog(11000, "tracked_stats", {"train_step_timing": 1.5}),   # v3.1's name
              _mllog(14500, "block_stop", epoch_count=2 * batch_tokens),
              _mllog(15000, "block_start"), _mllog(16000, "block_stop"),   # no token count: left out
              "   0: :::MLLOG [1, 2]"]
