@@ -1,5 +1,6 @@
-"""The MLPerf Training v4.1 GPT-3 175B files session 59 recorded (mlperf59, issues 44 / 41): NVIDIA's Eos runs (256,
-512, 11,616 H100 on NDR) and Oracle's (1,536, 3,072 H100 on RoCE) of the same benchmark code. Transcription checks (the
+"""The MLPerf Training GPT-3 175B files: session 59's v4.1 pair (mlperf59, issues 44 / 41), NVIDIA's Eos runs (256, 512,
+11,616 H100 on NDR) and Oracle's (1,536, 3,072 H100 on RoCE) of the same benchmark code, and session 60's (mlperf60)
+Sustainable Metal Cloud v4.0 (512 H100, NDR) and Azure+NVIDIA v3.1 (10,752 H100) runs of it. Transcription checks (the
 arithmetic each file's notes state, so a mistyped number fails here), the step-time reader on log lines of the
 mlperf-logging format, the rows held out with their expectation, and the errors they were predicted once with."""
 
@@ -15,16 +16,22 @@ from conftest import ROOT, load_script, published_llm_validation
 
 PUBLISHED = ROOT / "calibration" / "published"
 NVIDIA, ORACLE = "llm-mlperf-training-v4.1-nvidia-gpt3-h100.yaml", "llm-mlperf-training-v4.1-oracle-gpt3-h100.yaml"
-DOCS = {name: yaml.safe_load((PUBLISHED / name).read_text()) for name in (NVIDIA, ORACLE)}
+SMC, AZURE = "llm-mlperf-training-v4.0-smc-gpt3-h100.yaml", "llm-mlperf-training-v3.1-azure-gpt3-h100.yaml"
+DOCS = {name: yaml.safe_load((PUBLISHED / name).read_text()) for name in (NVIDIA, ORACLE, SMC, AZURE)}
+# each file's source_group (pubmix53's rule) and framework (by its printed loss fusion)
+GROUPS = {NVIDIA: "llm-mlperf-training-v4.1-nvidia", ORACLE: "llm-mlperf-training-v4.1-oracle", SMC: "llm-mlperf-training-v4.0-smc",
+          AZURE: "llm-mlperf-training-v3.1-azure"}
 # per row: the three runs' medians (step timer; row NVIDIA 2: blocks) and the logged gradient_accumulation_steps
 RUN_MEDIANS = {(NVIDIA, 0): ((18.3716, 18.3743, 18.4212), 128), (NVIDIA, 1): ((9.4931, 9.5542, 9.4963), 64),
                (NVIDIA, 2): ((0.9224, 0.9214, 0.9214), 6), (ORACLE, 0): ((5.1546, 5.1704, 5.1723), 32),
-               (ORACLE, 1): ((3.0497, 3.0407, 3.1025), 16)}
-# the rows' errors as predicted once at 86357827 (validation/mlperf59-*-predicted-once.txt; + = predicted faster) and
-# the ranges each file's EXPECTATION registered before that prediction
-PREDICTED_ONCE = {(NVIDIA, 0): -0.1569, (NVIDIA, 1): -0.1443, (NVIDIA, 2): -0.0857, (ORACLE, 0): -0.1146, (ORACLE, 1): -0.0316}
+               (ORACLE, 1): ((3.0497, 3.0407, 3.1025), 16), (SMC, 0): ((10.6384, 10.6365, 10.6316), 64),
+               (AZURE, 0): ((0.9451, 0.9451, 0.9546), 8)}
+# the rows' errors as predicted once (validation/mlperf59-*-predicted-once.txt at 86357827, validation/mlperf60-* with
+# dcaf8d26's step model; + = predicted faster) and the ranges each file's EXPECTATION registered before that prediction
+PREDICTED_ONCE = {(NVIDIA, 0): -0.1569, (NVIDIA, 1): -0.1443, (NVIDIA, 2): -0.0857, (ORACLE, 0): -0.1146, (ORACLE, 1): -0.0316,
+                  (SMC, 0): -0.0489, (AZURE, 0): -0.1273}
 EXPECTED = {(NVIDIA, 0): (-0.20, -0.03), (NVIDIA, 1): (-0.20, -0.03), (NVIDIA, 2): (-0.25, 0.05), (ORACLE, 0): (-0.20, -0.03),
-            (ORACLE, 1): (-0.25, 0.05)}
+            (ORACLE, 1): (-0.25, 0.05), (SMC, 0): (-0.12, 0.03), (AZURE, 0): (-0.22, -0.02)}
 
 
 def test_step_times_tokens_and_layouts_are_the_notes_arithmetic():
@@ -100,26 +107,26 @@ def test_the_readers_refuse_bad_input_in_one_line(tmp_path):
 
 
 def test_files_are_held_out_with_their_expectation_each_its_own_source():
-    """Two sources by the pubmix53 rule (llm-findings, session 53): Oracle runs NVIDIA's implementation on its own cluster
-    with its own team (the same code run by another organisation: not R1-R4), so the files are not one source_group."""
+    """Four sources by the pubmix53 rule (llm-findings, session 53): Oracle, SMC and Azure run NVIDIA's implementation on
+    their own clusters (the same code run by another organisation: not R1-R4), so no two files share a source_group."""
     for name, doc in DOCS.items():
         usage = doc["simcluster"]
-        group = "llm-mlperf-training-v4.1-" + ("nvidia" if name == NVIDIA else "oracle")
-        assert usage["held_out"] is True and usage["source_group"] == group
+        assert usage["held_out"] is True and usage["source_group"] == GROUPS[name]
         assert "EXPECTATION" in doc["notes"] and not usage.get("runs_not_compared")
     assert DOCS[NVIDIA]["simcluster"]["framework"] == "megatron" and DOCS[NVIDIA]["simcluster"]["framework_by_run"] == {2: "megatron-unfused-loss"}
-    assert DOCS[ORACLE]["simcluster"]["framework"] == "megatron-unfused-loss"
+    assert all(DOCS[name]["simcluster"]["framework"] == "megatron-unfused-loss" for name in (ORACLE, SMC, AZURE))
+    assert len(set(GROUPS.values())) == len(DOCS)
 
 
 @pytest.fixture(scope="module")
 def validation():
-    return published_llm_validation([PUBLISHED / NVIDIA, PUBLISHED / ORACLE])
+    return published_llm_validation([PUBLISHED / name for name in DOCS])
 
 
 def test_the_rows_are_held_out_fp8_rows(validation):
     compared = [r for r in validation.rows if r.error is not None]
-    assert len(compared) == 5 and not validation.skipped and all(r.held_out for r in compared)
-    assert Counter(r.family for r in compared) == {"fp8": 5}
+    assert len(compared) == 7 and not validation.skipped and all(r.held_out for r in compared)
+    assert Counter(r.family for r in compared) == {"fp8": 7}
 
 
 def test_the_rows_errors_are_still_the_predicted_once_ones_inside_their_registered_ranges(validation):

@@ -117,7 +117,9 @@ def test_llm_files_whose_text_says_the_nics_are_not_stated_carry_the_mark():
         if re.search(r"not stated|not printed|assumed", str((doc.get("system") or {}).get("nic") or ""), re.I) and path.stem not in FROM_SPEC:
             assert machine.get("nics_assumed"), path.name
     # 35 at mendF54; 37 with session 55 moe55's two MoE files (the model cards, Megatron-LM's recipe index); 38 with hfds55's HF blog file
-    # 39 with session 57's KempnerForge weak-scaling file; 40 with session 59's Oracle MLPerf file (NIC count not stated)
+    # 39 with session 57's KempnerForge weak-scaling file; 40 with session 59's Oracle MLPerf file (NIC count not stated);
+    # 41 with session 60's SMC MLPerf file (NDR's rate not stated; Azure's states 8 x 400G)
     assert "llm-mlperf-training-v4.1-oracle-gpt3-h100" in marked and "llm-mlperf-training-v4.1-nvidia-gpt3-h100" not in marked
-    assert len(marked) == 40 and {"llm-dgxc-benchmarking-v25.05-deepseek-v3-h100", "llm-fms-fsdp-a100", "llm-bloom176b-tr11",
+    assert "llm-mlperf-training-v4.0-smc-gpt3-h100" in marked and "llm-mlperf-training-v3.1-azure-gpt3-h100" not in marked
+    assert len(marked) == 41 and {"llm-dgxc-benchmarking-v25.05-deepseek-v3-h100", "llm-fms-fsdp-a100", "llm-bloom176b-tr11",
                                   "llm-crusoe-torchtitan-b200", "llm-kempnerforge-h200-fsdp2"} <= marked
