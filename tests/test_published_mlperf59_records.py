@@ -159,8 +159,8 @@ def test_nvidias_v31_series_loses_per_gpu_throughput_as_measured_within_two_poin
     0.859 vs 0.859 at 4,096 GPUs, 0.743 vs 0.734 at 10,752; every row's loss within 2 percentage points."""
     rows = sorted((r for r in validation.rows if r.source + ".yaml" == NV31), key=lambda r: r.run)
     gpus = [DOCS[NV31]["runs"][r.run]["gpus"] for r in rows]
-    measured = [r.measured / n / (rows[0].measured / gpus[0]) for r, n in zip(rows, gpus)]
-    predicted = [r.predicted / n / (rows[0].predicted / gpus[0]) for r, n in zip(rows, gpus)]
+    measured = [r.measured / n / (rows[0].measured / gpus[0]) for r, n in zip(rows, gpus, strict=True)]
+    predicted = [r.predicted / n / (rows[0].predicted / gpus[0]) for r, n in zip(rows, gpus, strict=True)]
     assert len(rows) == 7 and measured[-1] == pytest.approx(0.743, abs=0.001)
-    assert all(abs(p - m) <= 0.02 for p, m in zip(predicted, measured)), list(zip(predicted, measured))
+    assert all(abs(p - m) <= 0.02 for p, m in zip(predicted, measured, strict=True)), list(zip(predicted, measured, strict=True))
     assert predicted[-1] == pytest.approx(0.734, abs=0.002)
