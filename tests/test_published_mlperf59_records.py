@@ -111,7 +111,9 @@ def test_the_readers_refuse_bad_input_in_one_line(tmp_path):
     bad.write_text("[1, 2]")
     for script, arg, words in (("studies/mlperf_step_times.py", tmp_path / "missing.txt", "not a file"),
                                ("studies/fp8_wgrad_read.py", bad, "a 'gemms' list"),
-                               ("studies/fp8_wgrad_read.py", tmp_path / "missing.json", "No such file")):
+                               ("studies/fp8_wgrad_read.py", tmp_path / "missing.json", "No such file"),
+                               ("studies/fp8_layer_read.py", bad, "an 'ops' list"),
+                               ("studies/fp8_layer_read.py", tmp_path / "missing.json", "No such file")):
         r = subprocess.run([sys.executable, str(ROOT / script), str(arg)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (script, r.stderr)
 
@@ -164,3 +166,22 @@ def test_nvidias_v31_series_loses_per_gpu_throughput_as_measured_within_two_poin
     assert len(rows) == 7 and measured[-1] == pytest.approx(0.743, abs=0.001)
     assert all(abs(p - m) <= 0.02 for p, m in zip(predicted, measured, strict=True)), list(zip(predicted, measured, strict=True))
     assert predicted[-1] == pytest.approx(0.734, abs=0.002)
+
+
+def test_fp8layer60s_op_list_is_the_models_layer_today(tmp_path):
+    """calibration/h200x1-fp8layer60-2026-12-02/ops.json (what the device script reproduced) is what
+    `studies/fp8_layer_read.py --ops` writes from today's model: GPT-3 175B's TP 4 layer at micro-batch 2, its four fp8
+    GEMMs forward and their data and weight gradients, attention, the memory-bound ops and the main_grad pass."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "ops.json"
+    r = subprocess.run([sys.executable, str(ROOT / "studies/fp8_layer_read.py"), "--ops", str(out)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    committed = json.loads((ROOT / "calibration/h200x1-fp8layer60-2026-12-02/ops.json").read_text())
+    assert json.loads(out.read_text()) == committed
+    gemms = [o for o in committed["ops"] if o["kind"] == "gemm"]
+    assert len(gemms) == 12 and {o["dtype"] for o in gemms} == {"fp8"}
+    assert {(o["m"], o["n"], o["k"]) for o in gemms if o["name"] in ("qkv", "up")} == {(4096, 9216, 12288), (4096, 12288, 12288)}
+    assert [o["name"] for o in committed["ops"]][-1] == "main_grad_accumulate"
