@@ -29,7 +29,7 @@ from simcluster.llm import scaleout  # noqa: E402
 from simcluster.reference.llm import validate_published_llm  # noqa: E402
 from simcluster.script_args import ArgumentParser  # noqa: E402
 
-CONFIG = re.compile(r"(?P<name>.*?), (?P<gpus>\d+) x [^,]+, t(?P<t>\d+) p(?P<p>\d+) d\d+ (?P<rest>.*)")
+CONFIG = re.compile(r"(?P<name>.*?), (?P<gpus>\d+) x [^,]+(?:, \d+ a (?:node|VM))?, t(?P<t>\d+) p(?P<p>\d+) d\d+ (?P<rest>.*)")   # ", 8 a node": MLPerf labels
 PROBE = 0.01          # a run at this spread gives each row's time slope in s (the term is linear in s)
 PROBE_J = 0.1         # a run at this jitter (s) gives each row's time slope in J (linear in J)
 FORMS = ("fixed", "white", "nccl")   # scaleout.AMAX_SYNC_FORM: each form's probe

@@ -142,6 +142,21 @@ def test_release_spread_compares_one_configurations_eightfold_loss_across_source
     assert rows[0]["spread_pp"] == 3.0
 
 
+def test_the_series_pattern_reads_labels_with_and_without_a_node_size():
+    """studies/scaleout_fit.CONFIG reads a row's label into its series key; the MLPerf files' labels carry ', 8 a node'
+    (', 8 a VM') after the GPU, which it skipped until session 60 (so their series were not read)."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "studies"))
+    from scaleout_fit import CONFIG
+
+    for label in ("GPT-3 175B (MLPerf gpt3), 512 x H100-SXM5-80GB, 8 a node, t4 p8 d16 c1 v12 z1 none",
+                  "GPT-3 175B (MLPerf gpt3), 512 x H100 80GB, 8 a VM, t4 p8 d16 c1 v12 z1 none",
+                  "GPT-3 175B (MLPerf gpt3), 512 x H100-SXM5-80GB, t4 p8 d16 c1 v12 z1 none"):
+        assert CONFIG.match(label).group("name", "gpus", "t", "p", "rest") == ("GPT-3 175B (MLPerf gpt3)", "512", "4", "8",
+                                                                               "c1 v12 z1 none")
+    assert CONFIG.match("GPT-3 175B, 512 x H100, 8 a rack, t4 p8 d16 c1 v12 z1 none") is None
+
+
 def test_fp8_amax_syncs_count_one_region_per_micro_batch_and_virtual_stage_each_way():
     """TE delayed scaling under Megatron-Core: an amax all-reduce at each FP8 autocast region's exit and one in its
     backward, a region per TransformerBlock (micro-batch x virtual stage), over the stage's tp x cp x dp ranks."""
