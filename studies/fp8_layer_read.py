@@ -36,13 +36,12 @@ def layer_ops():
 
 
 def op_record(op, precision: str) -> dict:
-    from simcluster.llm.op_price import BF16_UNDER_FP8
+    from simcluster.llm.op_price import gemm_dtype
 
     rec = {"name": op.name, "kind": op.kind, "count": op.count}
     if op.kind == "gemm":
         m, n, k, batch = op.shape
-        under = precision == "fp8" and op.name.split(".")[0] not in BF16_UNDER_FP8
-        return {**rec, "m": m, "n": n, "k": k, "batch": batch, "dtype": "fp8" if under else "bf16"}
+        return {**rec, "m": m, "n": n, "k": k, "batch": batch, "dtype": gemm_dtype(op.name, precision)}
     if op.kind == "attention":
         return {**rec, "shape": list(op.shape[:6]), "backward": bool(op.shape[7])}
     return {**rec, "bytes": op.bytes}
@@ -92,7 +91,8 @@ def main() -> None:
         if not args.doc:
             ap.error("give the device document, or --ops OUT")
         print(read(json.loads(Path(args.doc).read_text()), Path(args.card)))
-    except (OSError, ValueError, SimclusterError) as e:   # json.JSONDecodeError is a ValueError
+    except (OSError, ValueError, KeyError, TypeError, SimclusterError) as e:   # JSONDecodeError is a ValueError; a
+        # record without the field read (KeyError) or of the wrong type (TypeError): one line, never a traceback
         print(f"fp8_layer_read.py: {args.doc or args.ops}: {str(e).splitlines()[0]}", file=sys.stderr)
         raise SystemExit(2) from None
 

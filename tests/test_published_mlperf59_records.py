@@ -102,18 +102,22 @@ def test_the_reader_takes_step_timings_and_blocks_after_the_first(tmp_path):
 
 
 def test_the_readers_refuse_bad_input_in_one_line(tmp_path):
-    """A path that is no file (mlperf_step_times.py) and a document that is not fp8_wgrad_device.py's (fp8_wgrad_read.py):
-    one line naming it, exit 2, no traceback."""
+    """A path that is no file (mlperf_step_times.py), a document that is not the device script's or lacks its times
+    (fp8_wgrad_read.py, fp8_layer_read.py): one line naming it, exit 2, no traceback."""
     import subprocess
     import sys
 
     bad = tmp_path / "doc.json"
     bad.write_text("[1, 2]")
+    untimed = tmp_path / "untimed.json"   # fp8_layer_device.py's shape with today's op names but no times in them
+    ops = json.loads((ROOT / "calibration/h200x1-fp8layer60-2026-12-02/ops.json").read_text())["ops"]
+    untimed.write_text(json.dumps({"ops": ops, "sequence_s": 0.01, "device": {}}))
     for script, arg, words in (("studies/mlperf_step_times.py", tmp_path / "missing.txt", "not a file"),
                                ("studies/fp8_wgrad_read.py", bad, "a 'gemms' list"),
                                ("studies/fp8_wgrad_read.py", tmp_path / "missing.json", "No such file"),
                                ("studies/fp8_layer_read.py", bad, "an 'ops' list"),
-                               ("studies/fp8_layer_read.py", tmp_path / "missing.json", "No such file")):
+                               ("studies/fp8_layer_read.py", tmp_path / "missing.json", "No such file"),
+                               ("studies/fp8_layer_read.py", untimed, "measured_s")):
         r = subprocess.run([sys.executable, str(ROOT / script), str(arg)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (script, r.stderr)
 

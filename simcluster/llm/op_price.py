@@ -85,6 +85,11 @@ GROUPED_GEMMS = ("expert_fc1", "expert_gate", "expert_up", "expert_down")
 BF16_UNDER_FP8 = ("lm_head", "router")
 
 
+def gemm_dtype(name: str, dtype: str) -> str:
+    """The precision a GEMM op named `name` runs in under the step's `dtype`: bf16 for BF16_UNDER_FP8 (recomputed or not)."""
+    return "bf16" if dtype == "fp8" and name.removeprefix("recompute.").split(".")[0] in BF16_UNDER_FP8 else dtype
+
+
 _TIMES: dict = {}     # (id(gpu), op, dtype) -> (gpu, seconds): a plan's points price the same ops on the same card
 
 
@@ -125,8 +130,7 @@ def op_time_s(gpu, op: Op, dtype: str) -> float:
 def _op_time_s(gpu, op: Op, dtype: str) -> float:
     if op.kind == "gemm":
         m, n, k, batch = op.shape
-        if dtype == "fp8" and op.name.removeprefix("recompute.").split(".")[0] in BF16_UNDER_FP8:
-            dtype = "bf16"
+        dtype = gemm_dtype(op.name, dtype)
         if op.name.removeprefix("recompute.").split(".")[0] in GROUPED_GEMMS:
             # times the measured expert-GEMM term's ratio (llm/moe_gemm_term.py; 1.0 while it is off)
             t = batch * gpu.gemm_time_s(m, n, k, dtype=dtype) * moe_gemm_term.factor(m, n, k, dtype)

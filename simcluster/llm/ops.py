@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 
 from simcluster.llm import eager_ac, mla_layout, moe_router_term
 from simcluster.llm.framework import MEGATRON, FrameworkSpec
-from simcluster.llm.op_price import ACT_BYTES, BF16_UNDER_FP8, Op, attention, gemm, gemm_backward, memory, torch_chain
+from simcluster.llm.op_price import ACT_BYTES, Op, attention, gemm, gemm_backward, gemm_dtype, memory, torch_chain
 from simcluster.llm.op_price import GROUPED_GEMMS as GROUPED_GEMMS
 from simcluster.llm.op_price import op_time_s as op_time_s
 from simcluster.llm.op_price import ops_time_s as ops_time_s
@@ -252,7 +252,7 @@ def fp8_casts(layer_ops: list[Op]) -> Op:
     written; the cast itself is fused into the norm / activation before it) and the attention output's cast
     (read 2 + write 1 per element, no kernel before it to fuse into); backward, the fused cast-transpose of every
     output gradient dY (read 2, write fp8 dY and dY^T: 4 bytes per element). The backward bytes ride in shape."""
-    gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and o.name not in BF16_UNDER_FP8]
+    gemms = [o for o in layer_ops if o.kind == "gemm" and not o.name.startswith("core.") and gemm_dtype(o.name, "fp8") == "fp8"]
     fwd = sum((4 if o.name == "attn_out" else 1) * o.shape[0] * o.shape[2] * o.shape[3] for o in gemms)   # attn_out: + 3
     bwd = sum(4 * o.shape[0] * o.shape[1] * o.shape[3] for o in gemms)
     return Op("fp8_cast", "memory", 0.0, float(fwd), (float(bwd),))

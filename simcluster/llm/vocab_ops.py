@@ -39,7 +39,7 @@ def head_forward(model: TransformerSpec, par: ParallelSpec, batch: BatchSpec, fw
     ops = [memory("final_rmsnorm", 2 * sh.seq_tokens * model.hidden * rb, 4 * sh.seq_tokens * model.hidden)]
     if rb != ACT_BYTES:
         ops.append(memory("cast", sh.seq_tokens * model.hidden * (rb + ACT_BYTES)))
-    ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (ops.BF16_UNDER_FP8)
+    ops.append(gemm("lm_head", sh.tokens, v, model.hidden))   # bf16 under fp8 too (op_price.BF16_UNDER_FP8)
     if dtensor_tp.applies(fw, par):   # KempnerForge's compiled TP: the logits gathered, the loss over all of them on each rank
         ops, n = ops + dtensor_tp.logits_layout(model, par, batch), dtensor_tp.loss_logits(model, par, batch)
     fused = compiled.fused_loss(fw, par)   # the loss in the last compiled graph, Inductor's (compck's candidate, off)
