@@ -8,6 +8,13 @@ end (b) of its call and, between them, gpu-micro's fp8 and fp8-layers sections a
      from this lease's trace) prices the layer's GEMMs; against this lease's measured back-to-back GEMM sum (mean of
      a and b). PASS within +-5%
   Q3 within the call: b against a (sequence, GEMM sum)
+and fp8lease61b's read (runs_b, development, after Q2 failed: gpu-micro's gemm-shapes section, records >= 0.5 s long,
+after 5 s and after 90 s of preheat):
+  B1 thermal history: each fp8 shape's time after 90 s of preheat over its time after 5 s
+  B2 the layer's GEMMs steady (a >= 0.5 s record back to back) against the layer study's op-by-op times (~20 ms records
+     each timed right after the op before it in the layer: the power cap's controller has not caught up), and the
+     card against the steady times
+  B3 the layer in sequence against its ops with the GEMMs at their steady times (the duty gain)
 
     python studies/fp8_lease_read.py [BUNDLE]     # default: calibration/h200x1-fp8lease61-2026-12-02
 """
@@ -113,12 +120,45 @@ def read(bundle: Path) -> str:
     return "\n".join(lines)
 
 
+def read_b(bundle: Path) -> str:
+    from simcluster.hardware.gpu import load_gpu
+
+    runs, card = bundle / "runs_b", load_gpu(CARD)[0]
+    docs = {c: json.loads((runs / f"shapes-{c}.json").read_text()) for c in ("cool", "hot")}
+    fp8 = {c: {r["role"]: r for r in d["gemm"] if r["dtype"] == "fp8" and r["condition"] == "back-to-back"} for c, d in docs.items()}
+    hot = [fp8["hot"][role]["time_s"] / r["time_s"] for role, r in fp8["cool"].items()]
+    lines = [f"B1 thermal history, fp8 back to back after 90 s / after 5 s of preheat: {spread(hot)}; temperature after "
+             f"preheat {docs['cool']['clocks_after_preheat'].get('temperature_C')} / {docs['hot']['clocks_after_preheat'].get('temperature_C')} C"]
+    layer = {r: {o["name"]: o["measured_s"] for o in json.loads((bundle / "runs" / f"fp8-layer-{r}.json").read_text())["ops"]
+                 if o["kind"] == "gemm"} for r in ("a", "b")}
+    steady = {role.removeprefix("gpt3-"): r for role, r in fp8["cool"].items() if role.startswith("gpt3-")}
+    lines.append(f"B2 {'GEMM':16s} {'steady us':>10s} {'MHz':>7s} {'op-by-op':>9s} {'card':>8s}   (op-by-op and card against steady)")
+    for name, r in steady.items():
+        m = (layer["a"][name] + layer["b"][name]) / 2
+        p = card.gemm_time_s(r["m"], r["n"], r["k"], "fp8")
+        lines.append(f"   {name:16s} {r['time_s'] * 1e6:10.1f} {r.get('sm_MHz') or 0:7.0f} {m / r['time_s'] - 1:+9.1%} {p / r['time_s'] - 1:+8.1%}")
+    s_sum = sum(r["time_s"] for r in steady.values())
+    o_sum = sum((layer["a"][n] + layer["b"][n]) / 2 for n in steady)
+    c_sum = sum(card.gemm_time_s(r["m"], r["n"], r["k"], "fp8") for r in steady.values())
+    lines.append(f"   sum: steady {s_sum * 1e6:.0f} us; op-by-op {o_sum / s_sum - 1:+.1%}; card {c_sum / s_sum - 1:+.1%}")
+    for r in ("a", "b"):   # the layer in sequence against its ops with the GEMMs steady (fp8_layer_read's accounting)
+        doc = json.loads((bundle / "runs" / f"fp8-layer-{r}.json").read_text())
+        fwd_attn = next(o["measured_s"] for o in doc["ops"] if o["kind"] == "attention" and not o["backward"])
+        others = sum(o["measured_s"] for o in doc["ops"] if o["kind"] != "gemm") - fwd_attn
+        seq = doc["sequence_s"] - fwd_attn
+        lines.append(f"B3 layer {r}: in sequence {seq * 1e6:.0f} us; its ops with the GEMMs steady {(s_sum + others) * 1e6:.0f} us "
+                     f"(sequence {seq / (s_sum + others) - 1:+.1%})")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = ArgumentParser(prog="fp8_lease_read.py", description=__doc__.splitlines()[0])
     ap.add_argument("bundle", nargs="?", default=str(BUNDLE))
     args = ap.parse_args()
     try:
         print(read(Path(args.bundle)))
+        if (Path(args.bundle) / "runs_b").is_dir():
+            print(read_b(Path(args.bundle)))
     except (OSError, ValueError, KeyError, TypeError, SimclusterError) as e:   # one line, never a traceback
         print(f"fp8_lease_read.py: {args.bundle}: {str(e).splitlines()[0]}", file=sys.stderr)
         raise SystemExit(2) from None
