@@ -15,6 +15,7 @@ after 5 s and after 90 s of preheat):
      each timed right after the op before it in the layer: the power cap's controller has not caught up), and the
      card against the steady times
   B3 the layer in sequence against its ops with the GEMMs at their steady times (the duty gain)
+  B4 the card trace's records (its fp8-layers sweep) of the shapes timed steady here, against the steady times
 
     python studies/fp8_lease_read.py [BUNDLE]     # default: calibration/h200x1-fp8lease61-2026-12-02
 """
@@ -148,6 +149,13 @@ def read_b(bundle: Path) -> str:
         seq = doc["sequence_s"] - fwd_attn
         lines.append(f"B3 layer {r}: in sequence {seq * 1e6:.0f} us; its ops with the GEMMs steady {(s_sum + others) * 1e6:.0f} us "
                      f"(sequence {seq / (s_sum + others) - 1:+.1%})")
+    old = json.loads(CARD_FP8_TRACE.read_text())["gemm"]
+    for role, r in fp8["cool"].items():   # B4: the card trace's short records of a shape against its steady record here
+        same = [o["time_s"] for o in old if o["dtype"] == "fp8" and o["condition"] == "back-to-back"
+                and (o["m"], o["n"], o["k"]) == (r["m"], r["n"], r["k"]) and o["role"].startswith("layer-")]
+        if same and not role.startswith("gpt3-"):
+            lines.append(f"B4 {role:20s} {r['m']}x{r['n']}x{r['k']}: the card's trace (~10-110 ms records in its sweep) "
+                         f"{statistics.median(same) / r['time_s'] - 1:+.1%} against steady")
     return "\n".join(lines)
 
 

@@ -54,6 +54,8 @@ def test_thermal_history_moves_fp8_gemms_under_a_percent_and_the_card_is_slow_on
     assert "sum: steady 8955 us; op-by-op -6.1%; card +6.3%" in text
     seq = [line for line in text.splitlines() if line.startswith("B3 layer")]
     assert len(seq) == 2 and all("(sequence -" in line for line in seq)   # the layer beats its ops with the GEMMs steady
+    sweep = [float(line.rsplit(") ", 1)[1].split("%")[0]) for line in text.splitlines() if line.startswith("B4 ")]
+    assert len(sweep) == 5 and min(sweep) > -1.0 and max(sweep) > 9.0   # the card's sweep reads some shapes slow
 
 
 def test_gemms_timed_right_after_a_lighter_op_ran_in_the_caps_lag():
