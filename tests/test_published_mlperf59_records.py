@@ -1,7 +1,8 @@
 """The MLPerf Training GPT-3 175B files: session 59's v4.1 pair (mlperf59, issues 44 / 41), NVIDIA's Eos runs (256, 512,
 11,616 H100 on NDR) and Oracle's (1,536, 3,072 H100 on RoCE) of the same benchmark code, and session 60's (mlperf60)
 Sustainable Metal Cloud v4.0 (512 H100, NDR) and Azure+NVIDIA v3.1 (10,752 H100) runs of it, and NVIDIA's own v3.1
-(512-10,752 H100) and v4.0 (512, 10,752) Eos runs (mlperf60b, joining the NVIDIA group). Transcription checks (the
+(512-10,752 H100) and v4.0 (512, 10,752) Eos runs (mlperf60b, joining the NVIDIA group), and session 61's (mlperf61) v3.0
+runs: NVIDIA's DGX H100 512 / 768 (the NVIDIA group) and NVIDIA+CoreWeave's 768-3,584 H100 (its own source). Transcription checks (the
 arithmetic each file's notes state, so a mistyped number fails here), the step-time reader on log lines of the
 mlperf-logging format, the rows held out with their expectation, and the errors they were predicted once with."""
 
@@ -19,10 +20,12 @@ PUBLISHED = ROOT / "calibration" / "published"
 NVIDIA, ORACLE = "llm-mlperf-training-v4.1-nvidia-gpt3-h100.yaml", "llm-mlperf-training-v4.1-oracle-gpt3-h100.yaml"
 SMC, AZURE = "llm-mlperf-training-v4.0-smc-gpt3-h100.yaml", "llm-mlperf-training-v3.1-azure-gpt3-h100.yaml"
 NV31, NV40 = "llm-mlperf-training-v3.1-nvidia-gpt3-h100.yaml", "llm-mlperf-training-v4.0-nvidia-gpt3-h100.yaml"
-DOCS = {name: yaml.safe_load((PUBLISHED / name).read_text()) for name in (NVIDIA, ORACLE, SMC, AZURE, NV31, NV40)}
+NV30, CW30 = "llm-mlperf-training-v3.0-nvidia-gpt3-h100.yaml", "llm-mlperf-training-v3.0-coreweave-gpt3-h100.yaml"
+DOCS = {name: yaml.safe_load((PUBLISHED / name).read_text()) for name in (NVIDIA, ORACLE, SMC, AZURE, NV31, NV40, NV30, CW30)}
 # each file's source_group (pubmix53's rule) and framework (by its printed loss fusion)
 GROUPS = {NVIDIA: "llm-mlperf-training-v4.1-nvidia", ORACLE: "llm-mlperf-training-v4.1-oracle", SMC: "llm-mlperf-training-v4.0-smc",
-          AZURE: "llm-mlperf-training-v3.1-azure", NV31: "llm-mlperf-training-v4.1-nvidia", NV40: "llm-mlperf-training-v4.1-nvidia"}
+          AZURE: "llm-mlperf-training-v3.1-azure", NV31: "llm-mlperf-training-v4.1-nvidia", NV40: "llm-mlperf-training-v4.1-nvidia",
+          NV30: "llm-mlperf-training-v4.1-nvidia", CW30: "llm-mlperf-training-v3.0-coreweave"}
 # per row: the three runs' medians (step timer; row NVIDIA 2: blocks) and the logged gradient_accumulation_steps
 RUN_MEDIANS = {(NVIDIA, 0): ((18.3716, 18.3743, 18.4212), 128), (NVIDIA, 1): ((9.4931, 9.5542, 9.4963), 64),
                (NVIDIA, 2): ((0.9224, 0.9214, 0.9214), 6), (ORACLE, 0): ((5.1546, 5.1704, 5.1723), 32),
@@ -31,17 +34,23 @@ RUN_MEDIANS = {(NVIDIA, 0): ((18.3716, 18.3743, 18.4212), 128), (NVIDIA, 1): ((9
                (NV31, 1): ((11.0723, 11.0779, 11.0754), 128), (NV31, 2): ((1.6084, 1.6081, 1.6098), 16),
                (NV31, 3): ((1.6159, 1.6152, 1.6150), 16), (NV31, 4): ((1.6193, 1.6192, 1.6192), 16),
                (NV31, 5): ((0.9256, 0.9255, 0.9256), 8), (NV31, 6): ((0.9296, 0.9296, 0.9296), 8),
-               (NV40, 0): ((10.9031, 10.9831, 10.9822), 72), (NV40, 1): ((0.9207, 0.9205, 0.9209), 6)}
+               (NV40, 0): ((10.9031, 10.9831, 10.9822), 72), (NV40, 1): ((0.9207, 0.9205, 0.9209), 6),
+               (NV30, 0): ((12.0827, 12.0713, 12.0741), 128), (NV30, 1): ((12.1282, 12.1274, 12.1236), 128),
+               (CW30, 0): ((12.3223, 12.2857, 12.3049), 128), (CW30, 1): ((6.3264, 6.3573, 6.3397), 64),
+               (CW30, 2): ((2.5943, 2.6005, 2.6021), 24)}
 # the rows' errors as predicted once (validation/mlperf59-*-predicted-once.txt at 86357827, validation/mlperf60-* with
 # dcaf8d26's step model; + = predicted faster) and the ranges each file's EXPECTATION registered before that prediction
 PREDICTED_ONCE = {(NVIDIA, 0): -0.1569, (NVIDIA, 1): -0.1443, (NVIDIA, 2): -0.0857, (ORACLE, 0): -0.1146, (ORACLE, 1): -0.0316,
                   (SMC, 0): -0.0489, (AZURE, 0): -0.1273, (NV31, 0): -0.1314, (NV31, 1): -0.1380, (NV31, 2): -0.1309,
                   (NV31, 3): -0.1430, (NV31, 4): -0.1388, (NV31, 5): -0.1431, (NV31, 6): -0.1416, (NV40, 0): -0.1247,
-                  (NV40, 1): -0.0929}
+                  (NV40, 1): -0.0929, (NV30, 0): -0.0512, (NV30, 1): -0.0560, (CW30, 0): -0.0423, (CW30, 1): -0.0366,
+                  (CW30, 2): -0.0224}
 EXPECTED = {(NVIDIA, 0): (-0.20, -0.03), (NVIDIA, 1): (-0.20, -0.03), (NVIDIA, 2): (-0.25, 0.05), (ORACLE, 0): (-0.20, -0.03),
             (ORACLE, 1): (-0.25, 0.05), (SMC, 0): (-0.12, 0.03), (AZURE, 0): (-0.22, -0.02), (NV31, 0): (-0.15, 0.0),
             (NV31, 1): (-0.15, 0.0), (NV31, 2): (-0.17, -0.02), (NV31, 3): (-0.17, -0.02), (NV31, 4): (-0.17, -0.02),
-            (NV31, 5): (-0.18, -0.05), (NV31, 6): (-0.18, -0.05), (NV40, 0): (-0.18, -0.05), (NV40, 1): (-0.15, 0.02)}
+            (NV31, 5): (-0.18, -0.05), (NV31, 6): (-0.18, -0.05), (NV40, 0): (-0.18, -0.05), (NV40, 1): (-0.15, 0.02),
+            (NV30, 0): (-0.10, 0.0), (NV30, 1): (-0.10, 0.0), (CW30, 0): (-0.10, 0.01), (CW30, 1): (-0.10, 0.01),
+            (CW30, 2): (-0.12, 0.03)}
 
 
 def test_step_times_tokens_and_layouts_are_the_notes_arithmetic():
@@ -131,8 +140,8 @@ def test_files_are_held_out_with_their_expectation_each_its_own_source():
         assert usage["held_out"] is True and usage["source_group"] == GROUPS[name]
         assert "EXPECTATION" in doc["notes"] and not usage.get("runs_not_compared")
     assert DOCS[NVIDIA]["simcluster"]["framework"] == "megatron" and DOCS[NVIDIA]["simcluster"]["framework_by_run"] == {2: "megatron-unfused-loss"}
-    assert all(DOCS[name]["simcluster"]["framework"] == "megatron-unfused-loss" for name in (ORACLE, SMC, AZURE, NV31, NV40))
-    assert len({doc["simcluster"]["source_group"] for doc in DOCS.values()}) == 4   # Oracle, SMC, Azure, NVIDIA's three rounds
+    assert all(DOCS[name]["simcluster"]["framework"] == "megatron-unfused-loss" for name in (ORACLE, SMC, AZURE, NV31, NV40, NV30, CW30))
+    assert len({doc["simcluster"]["source_group"] for doc in DOCS.values()}) == 5   # Oracle, SMC, Azure, CoreWeave, NVIDIA's four rounds
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +151,8 @@ def validation():
 
 def test_the_rows_are_held_out_fp8_rows(validation):
     compared = [r for r in validation.rows if r.error is not None]
-    assert len(compared) == 16 and not validation.skipped and all(r.held_out for r in compared)
-    assert Counter(r.family for r in compared) == {"fp8": 16}
+    assert len(compared) == 21 and not validation.skipped and all(r.held_out for r in compared)
+    assert Counter(r.family for r in compared) == {"fp8": 21}
 
 
 def test_the_rows_errors_are_still_the_predicted_once_ones_inside_their_registered_ranges(validation):
@@ -170,6 +179,18 @@ def test_nvidias_v31_series_loses_per_gpu_throughput_as_measured_within_two_poin
     assert len(rows) == 7 and measured[-1] == pytest.approx(0.743, abs=0.001)
     assert all(abs(p - m) <= 0.02 for p, m in zip(predicted, measured, strict=True)), list(zip(predicted, measured, strict=True))
     assert predicted[-1] == pytest.approx(0.734, abs=0.002)
+
+
+def test_coreweaves_v30_series_loses_per_gpu_throughput_as_measured_within_two_points(validation):
+    """NVIDIA+CoreWeave's v3.0 series (768 -> 1,536 -> 3,584 H100, 128 -> 64 -> 24 micro-batches a pipeline), predicted
+    once (validation/mlperf61-v3.0-coreweave-predicted-once.txt): per-GPU throughput against 768 GPUs measured 0.970 /
+    0.887, predicted within 2 points."""
+    rows = sorted((r for r in validation.rows if r.source + ".yaml" == CW30), key=lambda r: r.run)
+    gpus = [DOCS[CW30]["runs"][r.run]["gpus"] for r in rows]
+    measured = [r.measured / n / (rows[0].measured / gpus[0]) for r, n in zip(rows, gpus, strict=True)]
+    predicted = [r.predicted / n / (rows[0].predicted / gpus[0]) for r, n in zip(rows, gpus, strict=True)]
+    assert gpus == [768, 1536, 3584] and measured[-1] == pytest.approx(0.887, abs=0.001)
+    assert all(abs(p - m) <= 0.02 for p, m in zip(predicted, measured, strict=True)), list(zip(predicted, measured, strict=True))
 
 
 def test_fp8layer60s_op_list_is_the_models_layer_today(tmp_path):
