@@ -24,6 +24,7 @@ from scipy.optimize import least_squares  # noqa: E402
 
 from simcluster.fit.gpu import gemm_in_fit  # noqa: E402
 from simcluster.hardware.gpu import load_gpu  # noqa: E402
+from simcluster.script_args import ArgumentParser  # noqa: E402
 from simcluster.traces import gpu_micro  # noqa: E402
 from simcluster.traces.gpu_micro import GemmSample  # noqa: E402
 
@@ -55,6 +56,7 @@ def gpt3_samples() -> list[GemmSample]:
 
 
 def main() -> None:
+    ArgumentParser(prog="fp8_ramp_probe.py", description=__doc__.splitlines()[0]).parse_args()
     for name, bundle in CARDS.items():
         card = load_gpu(ROOT / "models" / "gpu" / f"{name}.yaml")[0]
         trace = gpu_micro.parse(bundle / "gpu-micro" / "gpu-micro" / "stdout.txt")
